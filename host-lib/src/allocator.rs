@@ -1,0 +1,247 @@
+//! The `Allocator`: a pool's configuration, its credit state and the policy, advanced
+//! one quantum at a time. Users may join and leave between quanta; the whole state can
+//! be exported and imported (checkpoints, moving between backends).
+
+use crate::config::{KarmaParams, PoolConfig, UserConfig};
+use crate::credits::{Credits, SCALE};
+use crate::error::{Error, Result};
+use crate::policy::{self, Implementation, Outcome, Policy};
+use serde::{Deserialize, Serialize};
+
+/// What happens to the pool when a user joins or leaves (paper section 3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PoolChange {
+    /// The pool grows (join) or shrinks (leave) by that user's fair share; the other
+    /// users keep their shares.
+    Resize,
+    /// The pool size stays: every user's fair and guaranteed share is rescaled by
+    /// `C_old / C_new`, each rounded down (`f' = floor(f C_old / C_new)`,
+    /// `g' = floor(g f' / f)`), so equal shares stay equal and `g' <= f'`. The rounding
+    /// remainder (fewer slices than users) leaves the pool.
+    KeepPool,
+}
+
+/// A pool allocator: build it from a [`PoolConfig`], call [`Allocator::allocate`] once
+/// per quantum with the demand vector, read allocations and credits.
+///
+/// ```
+/// use fairshare::{Allocator, Alpha, PoolConfig, Policy};
+/// let config = PoolConfig::equal(3, 2, Alpha::new(1, 2)?, 6)?;
+/// let mut pool = Allocator::new(config, Policy::Karma)?;
+/// assert_eq!(pool.allocate(&[3, 2, 1])?, &[3, 2, 1]);
+/// assert_eq!(pool.credits()[0].to_string(), "5");
+/// # Ok::<(), fairshare::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Allocator {
+    policy: Policy,
+    implementation: Implementation,
+    config: PoolConfig,
+    params: KarmaParams,
+    credits: Vec<Credits>,
+    alloc: Vec<u64>,
+    quantum: u64,
+}
+
+impl Allocator {
+    /// A pool in its initial state (every user at its initial credits).
+    pub fn new(config: PoolConfig, policy: Policy) -> Result<Self> {
+        let params = KarmaParams::from_config(&config)?;
+        let credits = config.users.iter().map(|u| u.initial_credits).collect();
+        let alloc = vec![0; config.users.len()];
+        Ok(Allocator { policy, implementation: Implementation::Batched, config, params, credits, alloc, quantum: 0 })
+    }
+
+    /// Chooses the software implementation (batched by default; literal is the oracle).
+    pub fn with_implementation(mut self, implementation: Implementation) -> Self {
+        self.implementation = implementation;
+        self
+    }
+
+    /// Runs one quantum: `demand[u]` slices for user `u`, in index order. Returns the
+    /// allocations. On error nothing changes (credits, quantum counter, last allocation).
+    pub fn allocate(&mut self, demand: &[u64]) -> Result<&[u64]> {
+        let Outcome { alloc, credits } =
+            policy::run(self.policy, self.implementation, &self.params, demand, &self.credits)?;
+        self.alloc = alloc;
+        self.credits = credits;
+        self.quantum += 1;
+        Ok(&self.alloc)
+    }
+
+    /// Allocations of the last quantum (zeros before the first).
+    pub fn allocations(&self) -> &[u64] {
+        &self.alloc
+    }
+
+    /// Current credit balances, in user index order.
+    pub fn credits(&self) -> &[Credits] {
+        &self.credits
+    }
+
+    /// The users, in index order, with their current shares.
+    pub fn users(&self) -> &[UserConfig] {
+        &self.config.users
+    }
+
+    /// Index of the user called `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.config.users.iter().position(|u| u.name == name)
+    }
+
+    /// Prices, free credits and pool size derived from the current users.
+    pub fn params(&self) -> &KarmaParams {
+        &self.params
+    }
+
+    /// The policy this pool runs.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Quanta run so far.
+    pub fn quantum(&self) -> u64 {
+        self.quantum
+    }
+
+    /// Adds a user between quanta. It starts with the floor of the mean credits of the
+    /// existing users (whole credits); its `initial_credits` field is ignored. Returns
+    /// its index (the last one).
+    pub fn join(&mut self, user: UserConfig, change: PoolChange) -> Result<usize> {
+        if self.index_of(&user.name).is_some() {
+            return Err(Error::DuplicateUser(user.name));
+        }
+        let total: i128 = self.credits.iter().map(|c| c.raw() as i128).sum();
+        let mean_whole = total.div_euclid(self.credits.len() as i128 * SCALE as i128);
+        let start = i64::try_from(mean_whole)
+            .ok()
+            .and_then(Credits::from_int)
+            .ok_or(Error::CreditOverflow { user: self.credits.len(), before: Credits::ZERO })?;
+        let mut users = self.config.users.clone();
+        let old_capacity = self.params.capacity as u128;
+        users.push(UserConfig { initial_credits: start, ..user });
+        if change == PoolChange::KeepPool {
+            let new_capacity = old_capacity + users.last().map_or(0, |u| u.fair_share as u128);
+            rescale(&mut users, old_capacity, new_capacity);
+        }
+        let mut credits = self.credits.clone();
+        credits.push(start);
+        self.replace_users(users, credits)?;
+        Ok(self.credits.len() - 1)
+    }
+
+    /// Removes the user called `name` between quanta; its credits are dropped and the
+    /// others' do not change.
+    pub fn leave(&mut self, name: &str, change: PoolChange) -> Result<()> {
+        let index = self.index_of(name).ok_or_else(|| Error::UnknownUser(name.to_string()))?;
+        if self.config.users.len() == 1 {
+            return Err(Error::LastUser);
+        }
+        let mut users = self.config.users.clone();
+        let gone = users.remove(index);
+        if change == PoolChange::KeepPool {
+            let old = self.params.capacity as u128;
+            rescale(&mut users, old, old - gone.fair_share as u128);
+        }
+        let mut credits = self.credits.clone();
+        credits.remove(index);
+        self.replace_users(users, credits)
+    }
+
+    /// Validates and installs a new user list; nothing changes on error.
+    fn replace_users(&mut self, users: Vec<UserConfig>, credits: Vec<Credits>) -> Result<()> {
+        let config = PoolConfig { users };
+        let params = KarmaParams::from_config(&config)?;
+        self.alloc = vec![0; credits.len()];
+        self.config = config;
+        self.params = params;
+        self.credits = credits;
+        Ok(())
+    }
+
+    /// The complete state: enough to continue elsewhere with the same results.
+    pub fn export_state(&self) -> AllocatorState {
+        AllocatorState {
+            format: AllocatorState::FORMAT,
+            policy: self.policy,
+            quantum: self.quantum,
+            users: self
+                .config
+                .users
+                .iter()
+                .zip(&self.credits)
+                .map(|(u, &credits)| UserState {
+                    name: u.name.clone(),
+                    fair_share: u.fair_share,
+                    guaranteed: u.guaranteed,
+                    credits,
+                })
+                .collect(),
+        }
+    }
+
+    /// Continues from an exported state (the batched implementation is selected).
+    pub fn from_state(state: AllocatorState) -> Result<Self> {
+        if state.format != AllocatorState::FORMAT {
+            return Err(Error::InvalidState(format!(
+                "format {} is not supported (expected {})",
+                state.format,
+                AllocatorState::FORMAT
+            )));
+        }
+        let users = state
+            .users
+            .iter()
+            .map(|u| UserConfig {
+                name: u.name.clone(),
+                fair_share: u.fair_share,
+                guaranteed: u.guaranteed,
+                initial_credits: u.credits,
+            })
+            .collect();
+        let mut pool = Allocator::new(PoolConfig { users }, state.policy)?;
+        pool.quantum = state.quantum;
+        Ok(pool)
+    }
+}
+
+/// `f' = floor(f * new / old)` with `new`, `old` the pool sizes, and `g' = floor(g f' / f)`.
+fn rescale(users: &mut [UserConfig], from: u128, to: u128) {
+    for u in users {
+        let f = (u.fair_share as u128 * from / to) as u64;
+        u.guaranteed = (u.guaranteed as u128 * f as u128 / u.fair_share as u128) as u64;
+        u.fair_share = f;
+    }
+}
+
+/// A checkpoint of an [`Allocator`] (JSON via serde; credits as exact decimal strings).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatorState {
+    /// Version of this layout.
+    pub format: u32,
+    /// The policy.
+    pub policy: Policy,
+    /// Quanta run so far.
+    pub quantum: u64,
+    /// Users in index order with their credits.
+    pub users: Vec<UserState>,
+}
+
+impl AllocatorState {
+    /// The current layout version.
+    pub const FORMAT: u32 = 1;
+}
+
+/// One user in an [`AllocatorState`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserState {
+    /// Unique name.
+    pub name: String,
+    /// Fair share in slices.
+    pub fair_share: u64,
+    /// Guaranteed share in slices.
+    pub guaranteed: u64,
+    /// Credit balance.
+    pub credits: Credits,
+}

@@ -1,0 +1,110 @@
+//! Periodic max-min fairness, weighted by fair share, in whole slices.
+//!
+//! The rule (one source of truth for software and hardware): at water level `L` user
+//! `u` may hold `cap_u(L) = min(d_u, floor(L * f_u / f_max))` slices, where `f_max` is
+//! the largest fair share. The allocation is `cap_u(L)` for the largest `L` with
+//! `sum cap_u(L) <= C`, and the `R < n` slices left over go one each, lowest index
+//! first, to the users whose cap grows at `L + 1`. With equal shares this is the plain
+//! water-filling of `shared/spec/karma.md` (`cap = min(d, L)`). Because
+//! `f_u <= f_max`, a cap grows by at most one slice per level, so the result is
+//! exactly the slice-by-slice progressive filling of [`literal`].
+
+/// Fixed parameters of the caps.
+struct Caps<'a> {
+    fair_share: &'a [u64],
+    f_max: u64,
+    demand: &'a [u64],
+}
+
+impl Caps<'_> {
+    /// `min(d_u, floor(level * f_u / f_max))`.
+    fn cap(&self, u: usize, level: u128) -> u64 {
+        let f = self.fair_share[u];
+        if f == self.f_max {
+            return (self.demand[u] as u128).min(level) as u64;
+        }
+        (self.demand[u] as u128).min(level * f as u128 / self.f_max as u128) as u64
+    }
+    fn total(&self, level: u128) -> u128 {
+        (0..self.demand.len()).map(|u| self.cap(u, level) as u128).sum()
+    }
+}
+
+/// Progressive filling, one level and one slice at a time (the oracle).
+/// Cost grows with the final water level: meant for tests and small pools.
+pub fn literal(fair_share: &[u64], capacity: u64, demand: &[u64]) -> Vec<u64> {
+    let caps = Caps { fair_share, f_max: fair_share.iter().copied().max().unwrap_or(1), demand };
+    let mut alloc = vec![0u64; demand.len()];
+    let mut left = capacity;
+    let mut level: u128 = 0;
+    while left > 0 && alloc.iter().zip(demand).any(|(a, d)| a < d) {
+        level += 1;
+        for u in 0..demand.len() {
+            if left > 0 && caps.cap(u, level) > alloc[u] {
+                alloc[u] += 1;
+                left -= 1;
+            }
+        }
+    }
+    alloc
+}
+
+/// Water-filling by binary search on the level: O(n log(level range)).
+pub fn batched(fair_share: &[u64], capacity: u64, demand: &[u64]) -> Vec<u64> {
+    let f_max = fair_share.iter().copied().max().unwrap_or(1);
+    let caps = Caps { fair_share, f_max, demand };
+    let total_demand: u128 = demand.iter().map(|&d| d as u128).sum();
+    if total_demand <= capacity as u128 {
+        return demand.to_vec();
+    }
+    // At level `hi` every cap equals its demand, so the total is above the capacity.
+    let mut hi: u128 = (0..demand.len())
+        .map(|u| (demand[u] as u128 * f_max as u128).div_ceil(fair_share[u] as u128))
+        .max()
+        .unwrap_or(0);
+    let mut lo: u128 = 0; // total(0) = 0 <= capacity
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if caps.total(mid) <= capacity as u128 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let mut alloc: Vec<u64> = (0..demand.len()).map(|u| caps.cap(u, lo)).collect();
+    let mut left = capacity as u128 - alloc.iter().map(|&a| a as u128).sum::<u128>();
+    for (u, a) in alloc.iter_mut().enumerate() {
+        if left == 0 {
+            break;
+        }
+        if caps.cap(u, lo + 1) > *a {
+            *a += 1;
+            left -= 1;
+        }
+    }
+    alloc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_example_max_min() {
+        // shared/spec/karma.md, quanta 4 and 5: f = 2, C = 6.
+        assert_eq!(batched(&[2, 2, 2], 6, &[2, 2, 4]), vec![2, 2, 2]);
+        assert_eq!(batched(&[2, 2, 2], 6, &[2, 3, 5]), vec![2, 2, 2]);
+        assert_eq!(batched(&[2, 2, 2], 6, &[3, 2, 1]), vec![3, 2, 1]);
+        // Leftover slices go to the lowest indices above the level.
+        assert_eq!(batched(&[3, 3, 3, 3], 9, &[1, 10, 10, 10]), vec![1, 3, 3, 2]);
+    }
+
+    #[test]
+    fn weighted_caps_follow_shares() {
+        // f = 1 and 3, C = 4, both demand plenty: level 3 gives caps 1 and 3.
+        assert_eq!(batched(&[1, 3], 4, &[100, 100]), vec![1, 3]);
+        assert_eq!(literal(&[1, 3], 4, &[100, 100]), vec![1, 3]);
+        // The small user's unused share flows to the large one.
+        assert_eq!(batched(&[1, 3], 4, &[0, 100]), vec![0, 4]);
+    }
+}

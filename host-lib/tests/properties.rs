@@ -1,0 +1,268 @@
+//! Property tests on random instances (10,000 per property per run): the batched
+//! implementations against the literal oracles, and the invariants and theorems of
+//! `shared/spec/karma.md`. The instances include the edges: one user, all demands zero,
+//! demands up to u32::MAX, credits at or near zero, alpha 0 and 1, weights 1000x apart.
+
+#![allow(clippy::unwrap_used)]
+
+use fairshare::policy::{karma, maxmin, strict, Outcome};
+use fairshare::{Alpha, Credits, KarmaParams, PoolConfig, UserConfig};
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+const CASES: u32 = 10_000;
+
+fn config() -> ProptestConfig {
+    ProptestConfig { cases: CASES, max_shrink_iters: 2_000, ..ProptestConfig::default() }
+}
+
+/// Fair shares for `n` users: equal, mildly weighted, or 1000x apart.
+fn shares(n: usize) -> BoxedStrategy<Vec<u64>> {
+    prop_oneof![
+        3 => (1..=20u64).prop_map(move |f| vec![f; n]),
+        2 => vec(1..=20u64, n),
+        1 => vec(prop_oneof![Just(1u64), Just(1000u64), 1..=1000u64], n),
+    ]
+    .boxed()
+}
+
+/// Guaranteed shares for the given fair shares: alpha 0, alpha 1, a random alpha for
+/// the whole pool, or a random `g <= f` per user.
+fn guaranteed(f: Vec<u64>) -> BoxedStrategy<(Vec<u64>, Vec<u64>)> {
+    let n = f.len();
+    let (f1, f2, f3, f4) = (f.clone(), f.clone(), f.clone(), f);
+    prop_oneof![
+        Just((f1.clone(), vec![0; n])),
+        Just((f2.clone(), f2)),
+        (0..=100u64)
+            .prop_map(move |a| (f3.clone(), f3.iter().map(|&f| Alpha::new(a, 100).unwrap().guaranteed(f)).collect())),
+        vec(0..=1000u64, n).prop_map(move |r| (f4.clone(), f4.iter().zip(r).map(|(&f, r)| r % (f + 1)).collect())),
+    ]
+    .boxed()
+}
+
+fn initial_credits() -> impl Strategy<Value = i64> {
+    prop_oneof![Just(0i64), Just(1), 0..=5i64, 0..=1_000i64, Just(900_000), Just(1_000_000_000_000)]
+}
+
+fn pool(max_users: usize) -> impl Strategy<Value = PoolConfig> {
+    (1..=max_users)
+        .prop_flat_map(shares)
+        .prop_flat_map(guaranteed)
+        .prop_flat_map(|(f, g)| (Just(f), Just(g), initial_credits()))
+        .prop_map(|(f, g, c)| PoolConfig {
+            users: (0..f.len())
+                .map(|i| UserConfig {
+                    name: format!("u{i}"),
+                    fair_share: f[i],
+                    guaranteed: g[i],
+                    initial_credits: Credits::from_int(c).unwrap(),
+                })
+                .collect(),
+        })
+}
+
+/// One demand for a user with fair share `f`: zero, around the share, far above the
+/// pool (up to u32::MAX).
+fn demand(f: u64) -> BoxedStrategy<u64> {
+    prop_oneof![
+        2 => Just(0u64),
+        4 => 0..=f,
+        4 => 0..=3 * f,
+        2 => f..=6 * f,
+        1 => Just(u32::MAX as u64),
+        1 => 0..=u32::MAX as u64,
+    ]
+    .boxed()
+}
+
+fn demands(cfg: &PoolConfig, max_quanta: usize) -> BoxedStrategy<Vec<Vec<u64>>> {
+    let per_user: Vec<BoxedStrategy<u64>> = cfg.users.iter().map(|u| demand(u.fair_share)).collect();
+    let n = cfg.users.len();
+    let quantum = prop_oneof![9 => per_user, 1 => Just(vec![0u64; n])];
+    vec(quantum, 1..=max_quanta).boxed()
+}
+
+fn instance(max_users: usize, max_quanta: usize) -> impl Strategy<Value = (PoolConfig, Vec<Vec<u64>>)> {
+    pool(max_users).prop_flat_map(move |cfg| {
+        let d = demands(&cfg, max_quanta);
+        (Just(cfg), d)
+    })
+}
+
+fn start(cfg: &PoolConfig) -> (KarmaParams, Vec<Credits>) {
+    (KarmaParams::from_config(cfg).unwrap(), cfg.users.iter().map(|u| u.initial_credits).collect())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The batched quantum equals the literal loop, credits carried across quanta.
+    #[test]
+    fn karma_batched_equals_literal((cfg, quanta) in instance(12, 5)) {
+        let (p, mut credits) = start(&cfg);
+        for d in &quanta {
+            let lit = karma::literal(&p, d, &credits);
+            let bat = karma::batched(&p, d, &credits);
+            prop_assert_eq!(&bat, &lit, "demand {:?} credits {:?}", d, credits);
+            credits = lit.unwrap().credits;
+        }
+    }
+
+    /// alloc <= demand, alloc >= min(demand, g), sum <= C, Pareto efficiency, credit
+    /// conservation, and the per-borrower limit min(d - g, credits) for equal shares.
+    #[test]
+    fn karma_invariants((cfg, quanta) in instance(12, 5)) {
+        let (p, mut credits) = start(&cfg);
+        let equal = p.price.iter().all(|&c| c == Credits::ONE) && p.free.is_integer();
+        for d in &quanta {
+            let Outcome { alloc, credits: after } = karma::batched(&p, d, &credits).unwrap();
+            let n = d.len();
+            let sum: u128 = alloc.iter().map(|&a| a as u128).sum();
+            prop_assert!(sum <= p.capacity as u128);
+            let mut borrowed_total = 0u128;
+            let mut donated_total = 0u128;
+            let mut priced: i128 = 0;
+            for u in 0..n {
+                let g = p.guaranteed[u];
+                prop_assert!(alloc[u] <= d[u]);
+                prop_assert!(alloc[u] >= d[u].min(g));
+                let borrowed = alloc[u] - d[u].min(g);
+                borrowed_total += borrowed as u128;
+                donated_total += g.saturating_sub(d[u]) as u128;
+                priced += borrowed as i128 * p.price[u].raw() as i128;
+                let before = credits[u].raw() as i128 + p.free.raw() as i128; // after step 1
+                if borrowed > 0 {
+                    prop_assert!(before > 0, "user {} borrowed without credits", u);
+                    // It stopped while still positive, or at its demand, or it was cut off by the pool.
+                    let last_key = before - (borrowed as i128 - 1) * p.price[u].raw() as i128;
+                    prop_assert!(last_key > 0);
+                }
+                if equal && d[u] > g {
+                    let limit = (d[u] - g).min(u64::try_from(before.max(0) >> 16).unwrap());
+                    prop_assert!(borrowed <= limit);
+                }
+                // Pareto: unmet demand with positive credits only if the pool is exhausted.
+                if alloc[u] < d[u] && after[u].raw() > 0 {
+                    prop_assert_eq!(sum, p.capacity as u128, "user {} unmet with credits {}", u, after[u]);
+                }
+            }
+            let used_donated = borrowed_total.min(donated_total);
+            let shared_used = borrowed_total - used_donated;
+            let delta: i128 = after.iter().zip(&credits).map(|(a, b)| a.raw() as i128 - b.raw() as i128).sum();
+            // General (Algorithm 2): n * free - sum(borrowed * price) + used donated * 1.
+            let expected = n as i128 * p.free.raw() as i128 - priced + used_donated as i128 * 65536;
+            prop_assert_eq!(delta, expected);
+            if equal && p.guaranteed.iter().all(|&g| g == p.guaranteed[0]) {
+                // Algorithm 1: sum after - sum before = S - shared slices used.
+                prop_assert_eq!(delta, (p.shared as i128 - shared_used as i128) * 65536);
+            }
+            credits = after;
+        }
+    }
+
+    /// Max-min: batched water-filling equals slice-by-slice progressive filling; it is
+    /// work-conserving and never gives more than the demand.
+    #[test]
+    fn maxmin_batched_equals_literal(f in (1..=12usize).prop_flat_map(|n| vec(1..=50u64, n)), raw in vec(0..=200u64, 12)) {
+        let c: u64 = f.iter().sum();
+        let d: Vec<u64> = raw[..f.len()].to_vec();
+        let a = maxmin::batched(&f, c, &d);
+        prop_assert_eq!(&a, &maxmin::literal(&f, c, &d));
+        prop_assert!(a.iter().zip(&d).all(|(a, d)| a <= d));
+        let total: u64 = a.iter().sum();
+        prop_assert_eq!(total, c.min(d.iter().sum()));
+    }
+
+    /// Max-min with weights 1000x apart and with demands far above the pool.
+    #[test]
+    fn maxmin_extreme_weights_and_demands(f in vec(prop_oneof![Just(1u64), Just(1000u64)], 1..=3), raw in vec(0..=20u64, 3), huge in vec(prop_oneof![Just(0u64), Just(u32::MAX as u64), 0..=u32::MAX as u64], 12)) {
+        let c: u64 = f.iter().sum();
+        let d: Vec<u64> = raw[..f.len()].to_vec();
+        prop_assert_eq!(maxmin::batched(&f, c, &d), maxmin::literal(&f, c, &d));
+        let fs = vec![7u64; 12];
+        let a = maxmin::batched(&fs, 84, &huge);
+        prop_assert!(a.iter().zip(&huge).all(|(a, d)| a <= d));
+        prop_assert_eq!(a.iter().sum::<u64>() as u128, (84u128).min(huge.iter().map(|&d| d as u128).sum()));
+        // Equal shares: no user above another unless the other is satisfied.
+        for u in 0..12 { for v in 0..12 { if a[u] < huge[u] { prop_assert!(a[v] <= a[u] + 1); } } }
+    }
+
+    /// Theorem 4 (alpha = 0, equal shares, equal initial credits): each quantum's Karma
+    /// allocation maximizes the users' cumulative allocations lexicographically from the
+    /// bottom. Checked against a water-filling on totals written independently of credits.
+    #[test]
+    fn theorem4_karma_is_lexicographic_water_filling(n in 1..=8usize, f in 1..=10u64, quanta in vec(vec(0..=40u64, 8), 1..=8)) {
+        let cfg = PoolConfig::equal(n, f, Alpha::ZERO, 1_000_000).unwrap();
+        let (p, mut credits) = start(&cfg);
+        let mut totals = vec![0u64; n];
+        for raw in &quanta {
+            let d = &raw[..n];
+            let out = karma::batched(&p, d, &credits).unwrap();
+            let wf = water_fill_totals(&totals, d, p.capacity);
+            let mut got: Vec<u64> = totals.iter().zip(&out.alloc).map(|(t, a)| t + a).collect();
+            let mut want: Vec<u64> = totals.iter().zip(&wf).map(|(t, x)| t + x).collect();
+            got.sort_unstable();
+            want.sort_unstable();
+            prop_assert_eq!(got, want);
+            for u in 0..n { totals[u] += out.alloc[u]; }
+            credits = out.credits;
+        }
+    }
+
+    /// Lemma 1: reporting max(demand, fair share) instead of the true demand never raises
+    /// a user's useful allocation (sum of min(alloc, true demand)) over a run.
+    #[test]
+    fn over_reporting_never_pays(cfg in pool(8), raw in vec(vec(0..=60u64, 8), 1..=8), who in 0..8usize) {
+        let n = cfg.users.len();
+        let who = who % n;
+        let f = cfg.users[who].fair_share;
+        let useful = |lie: bool| -> u128 {
+            let (p, mut credits) = start(&cfg);
+            let mut total = 0u128;
+            for q in &raw {
+                let mut d: Vec<u64> = q[..n].iter().zip(&cfg.users).map(|(&r, u)| r % (3 * u.fair_share + 1)).collect();
+                let truth = d[who];
+                if lie { d[who] = truth.max(f); }
+                let out = karma::batched(&p, &d, &credits).unwrap();
+                total += out.alloc[who].min(truth) as u128;
+                credits = out.credits;
+            }
+            total
+        };
+        prop_assert!(useful(true) <= useful(false));
+    }
+
+    /// Strict partitioning and Karma with alpha = 1 both give min(d, f) at least;
+    /// Karma never gives less than strict partitioning's guaranteed part.
+    #[test]
+    fn strict_is_min_of_demand_and_share((cfg, quanta) in instance(12, 1)) {
+        let (p, credits) = start(&cfg);
+        let d = &quanta[0];
+        let s = strict::allocate(&p.fair_share, d);
+        for u in 0..d.len() { prop_assert_eq!(s[u], d[u].min(p.fair_share[u])); }
+        let k = karma::batched(&p, d, &credits).unwrap();
+        for u in 0..d.len() { prop_assert!(k.alloc[u] >= s[u].min(p.guaranteed[u])); }
+    }
+}
+
+/// Water-filling on cumulative totals: repeatedly give one slice to every user that
+/// still wants one and whose total is the lowest, until the pool is used up.
+fn water_fill_totals(totals: &[u64], demand: &[u64], capacity: u64) -> Vec<u64> {
+    let mut x = vec![0u64; demand.len()];
+    let mut left = capacity;
+    loop {
+        let active: Vec<usize> = (0..demand.len()).filter(|&u| x[u] < demand[u]).collect();
+        let Some(level) = active.iter().map(|&u| totals[u] + x[u]).min() else { break };
+        for &u in &active {
+            if left > 0 && totals[u] + x[u] == level {
+                x[u] += 1;
+                left -= 1;
+            }
+        }
+        if left == 0 {
+            break;
+        }
+    }
+    x
+}
