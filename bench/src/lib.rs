@@ -1,0 +1,72 @@
+//! # fairshare-bench: the benchmarks
+//!
+//! This crate owns the performance measurements of fairshare. Today that is the
+//! criterion benchmarks (`benches/`) comparing the software implementations of the
+//! policies with each other: Karma's literal slice-by-slice oracle against its batched
+//! threshold search, and batched Karma and max-min as the pool grows to a million
+//! users. Later it will also compare the offload path (the hardware engine behind
+//! `driver/`) with the software. `bench/REPORT.md`, the written summary of these
+//! numbers, is produced by a report command that does not exist yet; until then the
+//! numbers are whatever `cargo bench -p fairshare-bench` prints.
+//!
+//! The library part only holds the helpers the benches share, so that every bench
+//! measures the same realistic instances.
+
+use fairshare::policy::karma;
+use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
+use fairshare_sim::workload;
+
+/// Initial credits of every user in [`karma_instance`]: large enough that nobody runs
+/// out during the warm-up quanta.
+pub const INITIAL_CREDITS: i64 = 900_000;
+
+/// Quanta run before the measured one, so that credits have drifted apart.
+pub const WARM_UP_QUANTA: usize = 20;
+
+/// A realistic Karma quantum to measure: `users` users with equal fair share
+/// `fair_share`, alpha = 1/2 and [`INITIAL_CREDITS`] each, under the bursty workload
+/// of [`fairshare_sim::workload::bursty`] with `seed`.
+///
+/// The first [`WARM_UP_QUANTA`] quanta are run through [`karma::batched`] so that the
+/// credits are diverse, as in a running pool (with fresh credits every borrower would
+/// tie). Returns the pool's parameters, the demand vector of the next quantum (the
+/// 21st) and the credits before it: exactly the arguments of [`karma::batched`] and
+/// [`karma::literal`].
+///
+/// # Panics
+///
+/// If the pool is invalid (`users == 0`, `fair_share == 0`, or a pool too large for the
+/// credit range) or a warm-up quantum fails (a credit overflow).
+pub fn karma_instance(users: usize, fair_share: u64, seed: u64) -> (KarmaParams, Vec<u64>, Vec<Credits>) {
+    let alpha = Alpha::new(1, 2).expect("alpha = 1/2 is valid");
+    let config = PoolConfig::equal(users, fair_share, alpha, INITIAL_CREDITS)
+        .expect("karma_instance: invalid pool (users and fair_share must be at least 1)");
+    let params = KarmaParams::from_config(&config).expect("karma_instance: a validated pool has parameters");
+    let mut demands = workload::bursty(users, WARM_UP_QUANTA + 1, fair_share, seed);
+    let demand = demands.pop().expect("bursty returns one demand vector per quantum");
+    let mut credits: Vec<Credits> = config.users.iter().map(|u| u.initial_credits).collect();
+    for (q, d) in demands.iter().enumerate() {
+        credits = karma::batched(&params, d, &credits)
+            .unwrap_or_else(|e| panic!("karma_instance: warm-up quantum {q} failed: {e}"))
+            .credits;
+    }
+    (params, demand, credits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_has_diverse_credits_and_matches_the_oracle() {
+        let (params, demand, credits) = karma_instance(1_000, 10, 1);
+        assert_eq!((params.len(), demand.len(), credits.len()), (1_000, 1_000, 1_000));
+        let mut distinct = credits.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert!(distinct.len() > 10, "only {} distinct credit balances", distinct.len());
+        let batched = karma::batched(&params, &demand, &credits).unwrap();
+        let literal = karma::literal(&params, &demand, &credits).unwrap();
+        assert_eq!(batched, literal);
+    }
+}

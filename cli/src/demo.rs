@@ -1,0 +1,171 @@
+//! `fairshare demo`: the main job on the embedded default. A built-in bursty workload
+//! through Karma, max-min and strict partitioning, compared side by side, and the
+//! paper's worked example (Figures 2 and 3) computed live.
+
+use crate::output::{progress, ratio, table};
+use crate::CliError;
+use fairshare::{Allocator, Alpha, Policy, PoolConfig};
+use fairshare_sim::workload;
+use serde::Serialize;
+
+/// Demo parameters.
+pub struct DemoRequest {
+    /// Users in the pool.
+    pub users: usize,
+    /// Quanta to run.
+    pub quanta: usize,
+    /// Fair share per user.
+    pub fair_share: u64,
+    /// Guaranteed fraction.
+    pub alpha: Alpha,
+    /// Initial credits per user.
+    pub initial_credits: i64,
+    /// Workload seed.
+    pub seed: u64,
+    /// JSON on stdout instead of tables.
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct PolicyRow {
+    policy: &'static str,
+    utilization: f64,
+    utilization_of_demand: f64,
+    fairness: f64,
+    min_welfare: f64,
+    max_welfare: f64,
+    disparity: f64,
+    jain: f64,
+}
+
+#[derive(Serialize)]
+struct ExampleRow {
+    quantum: usize,
+    demand: Vec<u64>,
+    karma_alloc: Vec<u64>,
+    karma_credits: Vec<String>,
+    maxmin_alloc: Vec<u64>,
+}
+
+/// The paper's worked example (`shared/spec/karma.md`): 3 users, f = 2, alpha = 1/2,
+/// 6 initial credits, five quanta.
+const EXAMPLE_DEMANDS: [[u64; 3]; 5] = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
+
+/// The worked example's rows and the Karma and max-min totals per user.
+struct Example {
+    rows: Vec<ExampleRow>,
+    karma_totals: Vec<u64>,
+    maxmin_totals: Vec<u64>,
+}
+
+fn paper_example() -> Result<Example, CliError> {
+    let config = PoolConfig::equal(3, 2, Alpha::new(1, 2)?, 6)?;
+    let mut karma = Allocator::new(config.clone(), Policy::Karma)?;
+    let mut maxmin = Allocator::new(config, Policy::MaxMin)?;
+    let (mut tk, mut tm) = (vec![0; 3], vec![0; 3]);
+    let mut rows = Vec::new();
+    for (q, d) in EXAMPLE_DEMANDS.iter().enumerate() {
+        let k = karma.allocate(d)?.to_vec();
+        let m = maxmin.allocate(d)?.to_vec();
+        for u in 0..3 {
+            tk[u] += k[u];
+            tm[u] += m[u];
+        }
+        let karma_credits = karma.credits().iter().map(|c| c.to_string()).collect();
+        rows.push(ExampleRow { quantum: q + 1, demand: d.to_vec(), karma_alloc: k, karma_credits, maxmin_alloc: m });
+    }
+    Ok(Example { rows, karma_totals: tk, maxmin_totals: tm })
+}
+
+fn join<T: ToString>(xs: &[T]) -> String {
+    xs.iter().map(T::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// Runs the demo and prints it.
+pub fn run(req: &DemoRequest) -> Result<(), CliError> {
+    if req.users == 0 || req.quanta == 0 || req.fair_share == 0 {
+        return Err(CliError::Usage("--users, --quanta and --fair-share must be at least 1".into()));
+    }
+    let config = PoolConfig::equal(req.users, req.fair_share, req.alpha, req.initial_credits)?;
+    let demands = workload::bursty(req.users, req.quanta, req.fair_share, req.seed);
+    let bar = progress(req.quanta * Policy::ALL.len(), "demo");
+    let mut rows = Vec::new();
+    for policy in Policy::ALL {
+        let s = fairshare_sim::run(policy, &config, &demands, |_, _, _| bar.inc(1))?;
+        rows.push(PolicyRow {
+            policy: policy.name(),
+            utilization: s.utilization,
+            utilization_of_demand: s.utilization_of_demand,
+            fairness: s.fairness,
+            min_welfare: s.min_welfare,
+            max_welfare: s.max_welfare,
+            disparity: s.disparity,
+            jain: s.jain,
+        });
+    }
+    bar.finish_and_clear();
+    let Example { rows: example, karma_totals, maxmin_totals } = paper_example()?;
+    if req.json {
+        let json = serde_json::json!({
+            "workload": {
+                "kind": "bursty", "users": req.users, "quanta": req.quanta, "fair_share": req.fair_share,
+                "alpha": req.alpha.to_f64(), "initial_credits": req.initial_credits, "seed": req.seed,
+            },
+            "policies": rows,
+            "paper_example": { "quanta": example, "karma_totals": karma_totals, "maxmin_totals": maxmin_totals },
+        });
+        println!("{json:#}");
+        return Ok(());
+    }
+    println!(
+        "fairshare demo: {} users, fair share {} (pool {}), alpha {}, {} quanta of the bursty workload (seed {})\n",
+        req.users,
+        req.fair_share,
+        config.capacity(),
+        req.alpha,
+        req.quanta,
+        req.seed
+    );
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.policy.to_string(),
+                ratio(r.utilization),
+                ratio(r.utilization_of_demand),
+                ratio(r.fairness),
+                ratio(r.min_welfare),
+                ratio(r.max_welfare),
+                ratio(r.disparity),
+                ratio(r.jain),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["policy", "utilization", "of demand", "fairness", "worst welfare", "best welfare", "disparity", "jain"],
+            &cells
+        )
+    );
+    println!(
+        "\nutilization = allocated / pool; of demand = allocated / min(demand, pool); welfare = allocated / demanded \
+         per user;\nfairness = worst / best welfare; disparity = median / worst welfare; jain = Jain's index of totals.\n"
+    );
+    println!("The paper's worked example (Figures 2 and 3): 3 users, fair share 2, alpha 0.5, 6 initial credits\n");
+    let mut cells: Vec<Vec<String>> = example
+        .iter()
+        .map(|r| {
+            vec![
+                r.quantum.to_string(),
+                join(&r.demand),
+                join(&r.karma_alloc),
+                join(&r.karma_credits),
+                join(&r.maxmin_alloc),
+            ]
+        })
+        .collect();
+    cells.push(vec!["total".into(), String::new(), join(&karma_totals), String::new(), join(&maxmin_totals)]);
+    print!("{}", table(&["quantum", "demands A,B,C", "karma alloc", "credits after", "max-min alloc"], &cells));
+    Ok(())
+}

@@ -1,0 +1,267 @@
+//! The `fairshare` binary end to end: demo, replay, selftest, and every kind of bad
+//! input (exit status 2, a message naming file, line and field, no partial output).
+//! Expected values come from `vectors/karma_paper.json` and `shared/spec/karma.md`.
+
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fairshare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn vectors(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors").join(file)
+}
+
+/// The paper case of the vector file: (demands, allocs, credits) per quantum.
+fn paper_case() -> Vec<(Vec<u64>, Vec<u64>, Vec<String>)> {
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(vectors("karma_paper.json")).unwrap()).unwrap();
+    let case = json["cases"].as_array().unwrap().iter().find(|c| c["name"] == "karma-paper-figure-3").unwrap();
+    let nums = |v: &serde_json::Value| v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect::<Vec<_>>();
+    case["quanta"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            let credits =
+                q["credits_after"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect();
+            (nums(&q["demand"]), nums(&q["alloc"]), credits)
+        })
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, content).unwrap();
+    path
+}
+
+/// The paper's demands as a trace with users A, B, C.
+fn paper_trace() -> String {
+    let mut s = String::from("quantum,user,demand\n");
+    for (q, (d, _, _)) in paper_case().iter().enumerate() {
+        for (u, name) in ["A", "B", "C"].iter().enumerate() {
+            s += &format!("{},{name},{}\n", q + 1, d[u]);
+        }
+    }
+    s
+}
+
+#[test]
+fn demo_prints_the_comparison_and_the_paper_example() {
+    let out = fairshare(&["demo"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for policy in ["karma", "maxmin", "strict"] {
+        assert!(stdout.lines().any(|l| l.starts_with(policy)), "no row for {policy}:\n{stdout}");
+    }
+    // Totals of the worked example, as the spec's table states them.
+    assert!(stdout.lines().any(|l| l.starts_with("total") && l.contains("8,8,8") && l.contains("10,9,5")), "{stdout}");
+}
+
+#[test]
+fn demo_json_matches_the_vectors() {
+    let out = fairshare(&["demo", "--json", "--users", "20", "--quanta", "50"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let policies = json["policies"].as_array().unwrap();
+    assert_eq!(
+        policies.iter().map(|p| p["policy"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["karma", "maxmin", "strict"]
+    );
+    for p in policies {
+        for field in ["utilization", "fairness", "min_welfare", "max_welfare", "disparity", "jain"] {
+            let x = p[field].as_f64().unwrap();
+            assert!(x.is_finite() && x >= 0.0, "{field} = {x}");
+        }
+        assert!(p["fairness"].as_f64().unwrap() <= 1.0);
+    }
+    let example = json["paper_example"]["quanta"].as_array().unwrap();
+    for (row, (demand, alloc, credits)) in example.iter().zip(paper_case()) {
+        assert_eq!(row["demand"], serde_json::json!(demand));
+        assert_eq!(row["karma_alloc"], serde_json::json!(alloc));
+        assert_eq!(row["karma_credits"], serde_json::json!(credits));
+    }
+    assert_eq!(json["paper_example"]["maxmin_totals"], serde_json::json!([10, 9, 5]));
+}
+
+#[test]
+fn replay_reproduces_the_paper_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write(dir.path(), "trace.csv", &paper_trace());
+    let out_path = dir.path().join("out.csv");
+    let out = fairshare(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--fair-share",
+        "2",
+        "--alpha",
+        "0.5",
+        "--initial-credits",
+        "6",
+        "--out",
+        out_path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let csv = fs::read_to_string(&out_path).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("quantum,user,demand,alloc,credits"));
+    for (q, (d, a, c)) in paper_case().iter().enumerate() {
+        for (u, name) in ["A", "B", "C"].iter().enumerate() {
+            assert_eq!(lines.next().unwrap(), format!("{},{name},{},{},{}", q + 1, d[u], a[u], c[u]));
+        }
+    }
+    assert_eq!(lines.next(), None);
+    let summary: serde_json::Value = serde_json::from_str(text(&out.stderr).trim()).unwrap();
+    assert_eq!(summary["policy"], "karma");
+    assert_eq!(summary["quanta"], 5);
+    // Karma totals 8, 8, 8 (spec table) of 10, 10, 10 demanded: welfare 0.8 each.
+    assert_eq!(summary["min_welfare"], 0.8);
+    assert_eq!(summary["max_welfare"], 0.8);
+}
+
+#[test]
+fn replay_with_users_file_and_other_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write(dir.path(), "t.csv", "quantum,user,demand\n7,b,4\n7,a,1\n9,a,0\n9,c,5\n");
+    let users = write(dir.path(), "u.csv", "user,fair_share,guaranteed\na,1,1\nb,3,0\nc,2,1\n");
+    let run = |policy: &str| {
+        let out =
+            fairshare(&["replay", trace.to_str().unwrap(), "--users", users.to_str().unwrap(), "--policy", policy]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    // Strict: min(demand, share). Users in the users file's order; quanta labels kept.
+    assert_eq!(
+        run("strict"),
+        "quantum,user,demand,alloc,credits\n7,a,1,1,900000\n7,b,4,3,900000\n7,c,0,0,900000\n\
+         9,a,0,0,900000\n9,b,0,0,900000\n9,c,5,2,900000\n"
+    );
+    // Max-min over the pool of 6: quantum 7 gives a 1 and b 4; quantum 9 gives c 5.
+    assert!(run("maxmin").contains("7,b,4,4,900000\n"));
+    assert!(run("maxmin").contains("9,c,5,5,900000\n"));
+}
+
+/// Runs a replay that must fail: exit 2, the message contains `expect`, and a
+/// pre-existing output file is untouched, with no temporary file left behind.
+fn assert_rejected(dir: &Path, args: &[&str], expect: &[&str]) {
+    let out_path = dir.join("result.csv");
+    fs::write(&out_path, "previous content\n").unwrap();
+    let mut all: Vec<&str> = args.to_vec();
+    let out_str = out_path.to_str().unwrap().to_string();
+    all.extend(["--out", &out_str]);
+    let out = fairshare(&all);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "args {args:?}: {stderr}");
+    for e in expect {
+        assert!(stderr.contains(e), "args {args:?}: expected `{e}` in: {stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(fs::read_to_string(&out_path).unwrap(), "previous content\n");
+    let files: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(files.iter().all(|f| !f.starts_with(".tmp")), "temporary file left: {files:?}");
+}
+
+#[test]
+fn bad_traces_are_rejected_with_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: &[(&str, &[&str])] = &[
+        ("quantum,user,demand\n1,a,3\n1,b\n", &["bad.csv:3", "expected 3 fields, found 2"]),
+        ("quantum,user,demand\n1,a,3\n1,b,-4\n", &["bad.csv:3", "field `demand`", "`-4` is negative"]),
+        ("quantum,user,demand\n1,a,lots\n", &["bad.csv:2", "field `demand`", "`lots` is not a number"]),
+        ("quantum,user,demand\n1,a,2.5\n", &["bad.csv:2", "field `demand`", "`2.5` is not a whole number"]),
+        ("quantum,user,demand\n1,a,99999999999999999999999\n", &["bad.csv:2", "field `demand`"]),
+        ("quantum,user,demand\nx,a,1\n", &["bad.csv:2", "field `quantum`", "`x` is not a number"]),
+        ("quantum,user,demand\n1,,1\n", &["bad.csv:2", "field `user`", "is empty"]),
+        ("quantum,user,demand\n2,a,1\n1,a,1\n", &["bad.csv:3", "field `quantum`", "sorted"]),
+        ("quantum,user,demand\n1,a,1\n1,a,2\n", &["bad.csv:3", "`a` already has a demand in quantum 1 (line 2)"]),
+        ("quantum,user,demand\n", &["bad.csv", "no demands"]),
+        ("", &["bad.csv:1", "empty"]),
+        ("quantum,tenant,demand\n1,a,1\n", &["bad.csv:1", "unknown column `tenant`"]),
+    ];
+    for (content, expect) in cases {
+        let trace = write(d, "bad.csv", content);
+        assert_rejected(d, &["replay", trace.to_str().unwrap(), "--fair-share", "4"], expect);
+    }
+    let missing = d.join("missing.csv");
+    assert_rejected(d, &["replay", missing.to_str().unwrap(), "--fair-share", "4"], &["missing.csv", "No such file"]);
+}
+
+#[test]
+fn bad_configs_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let trace = write(d, "t.csv", "quantum,user,demand\n1,a,3\n1,zed,1\n");
+    let t = trace.to_str().unwrap();
+    assert_rejected(
+        d,
+        &["replay", t, "--fair-share", "4", "--alpha", "1.5"],
+        &["--alpha", "`1.5` is not a number in [0, 1]"],
+    );
+    assert_rejected(d, &["replay", t, "--fair-share", "4", "--alpha=-0.1"], &["--alpha"]);
+    assert_rejected(d, &["replay", t, "--fair-share", "0"], &["--fair-share must be at least 1"]);
+    assert_rejected(d, &["replay", t, "--fair-share", "4", "--initial-credits", "1/3"], &["--initial-credits"]);
+    assert_rejected(d, &["replay", t], &["--fair-share"]);
+    let users = write(d, "users.csv", "user,fair_share,guaranteed\na,4,2\nb,3,5\n");
+    assert_rejected(
+        d,
+        &["replay", t, "--users", users.to_str().unwrap()],
+        &["users.csv:3", "field `guaranteed`", "5 is above the fair share 3"],
+    );
+    let users = write(d, "users.csv", "user,fair_share,guaranteed\na,4,2\nb,3,1\n");
+    assert_rejected(
+        d,
+        &["replay", t, "--users", users.to_str().unwrap()],
+        &["user `zed` of the trace is not in the users file"],
+    );
+    let users = write(d, "users.csv", "user,fair_share,guaranteed\na,4,2\na,3,1\n");
+    assert_rejected(
+        d,
+        &["replay", t, "--users", users.to_str().unwrap()],
+        &["users.csv:3", "`a` is already defined on line 2"],
+    );
+    let users = write(d, "users.csv", "user,fair_share,guaranteed\na,0,0\n");
+    assert_rejected(d, &["replay", t, "--users", users.to_str().unwrap()], &["users.csv:2", "field `fair_share`"]);
+}
+
+#[test]
+fn selftest_passes_on_the_vectors_and_reports_each_mismatch() {
+    for file in ["karma_paper.json", "karma_random.json"] {
+        for backend in ["software", "literal"] {
+            let out = fairshare(&["selftest", "--vectors", vectors(file).to_str().unwrap(), "--backend", backend]);
+            assert!(out.status.success(), "{file} {backend}: {}", text(&out.stdout));
+            assert!(text(&out.stdout).contains("0 cases with mismatches"));
+        }
+    }
+    // Corrupt one expected allocation and one credit: exit 1, both reported precisely.
+    let dir = tempfile::tempdir().unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(vectors("karma_paper.json")).unwrap()).unwrap();
+    json["cases"][0]["quanta"][3]["alloc"][2] = serde_json::json!(3);
+    json["cases"][1]["quanta"][0]["credits_after"][1] = serde_json::json!("999");
+    let bad = write(dir.path(), "bad.json", &json.to_string());
+    let out = fairshare(&["selftest", "--vectors", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("case `karma-paper-figure-3` quantum 3 user 2 alloc: expected 3, got Some(4)"), "{stdout}");
+    assert!(
+        stdout.contains("case `reference-library-example` quantum 0 user 1 credits: expected 999, got 1000000000000"),
+        "{stdout}"
+    );
+    let out = fairshare(&["selftest", "--vectors", dir.path().join("none.json").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let garbage = write(dir.path(), "garbage.json", "{\"cases\": [1,");
+    let out = fairshare(&["selftest", "--vectors", garbage.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("garbage.json: not a vector file"), "{}", text(&out.stderr));
+}
