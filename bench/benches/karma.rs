@@ -1,4 +1,4 @@
-//! One quantum of Karma and max-min, literal against batched, from 10 to a million users.
+//! One quantum of Karma and max-min, literal against batched, from 10 to three million users.
 //!
 //! Every instance comes from [`fairshare_bench::karma_instance`]: the bursty workload
 //! after 20 warm-up quanta, so credits are diverse. The big sizes use few samples and
@@ -28,7 +28,7 @@ fn configure(group: &mut BenchmarkGroup<'_, WallTime>, users: usize) {
 /// One quantum of batched Karma as the pool grows (fair share 10).
 fn karma_batched(c: &mut Criterion) {
     let mut group = c.benchmark_group("karma_batched");
-    for n in [10, 1_000, 100_000, 1_000_000] {
+    for n in [10, 1_000, 10_000, 100_000, 1_000_000, 3_000_000] {
         let (params, demand, credits) = karma_instance(n, 10, SEED);
         configure(&mut group, n);
         group.throughput(Throughput::Elements(n as u64));

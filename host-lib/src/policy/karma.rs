@@ -62,8 +62,18 @@ pub fn literal(p: &KarmaParams, demand: &[u64], credits: &[Credits]) -> Result<O
     Ok(Outcome { alloc, credits })
 }
 
+/// One user's candidate keys, as a threshold search sees them.
+trait Keys: Clone {
+    /// How many of the keys a probe at `t` counts (monotone in `t`).
+    fn count(&self, t: i128) -> u64;
+    /// `Some(count)` when the count is the same for every `t` with `lo < t < hi`: the
+    /// user then leaves the search and its count becomes a constant.
+    fn settled(&self, lo: i128, hi: i128) -> Option<u64>;
+}
+
 /// A user that wants to borrow: its candidate slices have the keys
-/// `credits - (k-1) * price` for `k = 1 ..= slices`, all `> 0`.
+/// `credits - (k-1) * price` for `k = 1 ..= slices`, all `> 0`. Probes count keys `> t`.
+#[derive(Clone)]
 struct Borrower {
     user: usize,
     credits: i64,
@@ -92,8 +102,25 @@ impl Borrower {
     }
 }
 
+impl Keys for Borrower {
+    fn count(&self, t: i128) -> u64 {
+        // Probes lie between the lowest key - 1 and the highest credits: inside i64.
+        self.count_above(t as i64)
+    }
+    fn settled(&self, lo: i128, hi: i128) -> Option<u64> {
+        if self.credits as i128 <= lo + 1 {
+            Some(0)
+        } else if self.lowest_key() as i128 >= hi {
+            Some(self.slices)
+        } else {
+            None
+        }
+    }
+}
+
 /// A user that donates: its donated slices, when used, have the keys
-/// `credits + (j-1)` credits for `j = 1 ..= slices`.
+/// `credits + (j-1)` credits for `j = 1 ..= slices`. Probes count keys `< t`.
+#[derive(Clone)]
 struct Donor {
     user: usize,
     credits: i64,
@@ -115,6 +142,57 @@ impl Donor {
         let c = self.credits as i128;
         t >= c && (t - c) % SCALE as i128 == 0 && ((t - c) >> FRAC_BITS) < self.slices as i128
     }
+    /// The largest key.
+    fn highest_key(&self) -> i128 {
+        self.credits as i128 + ((self.slices as i128 - 1) << FRAC_BITS)
+    }
+}
+
+impl Keys for Donor {
+    fn count(&self, t: i128) -> u64 {
+        self.count_below(t)
+    }
+    fn settled(&self, lo: i128, hi: i128) -> Option<u64> {
+        if self.credits as i128 >= hi - 1 {
+            Some(0)
+        } else if self.highest_key() <= lo {
+            Some(self.slices)
+        } else {
+            None
+        }
+    }
+}
+
+/// Binary search for the boundary of a monotone predicate on the summed counts: given
+/// `good(count(lo))` and `!good(count(hi))`, returns `(t, t + 1)` with `good` at `t` and
+/// not at `t + 1`. After every probe, users whose count is settled for the rest of the
+/// interval leave the scan (as in quickselect), so later passes touch only the users near
+/// the threshold; the sums, and so the result, are those of the full scan.
+fn boundary<K: Keys>(users: &[K], mut lo: i128, mut hi: i128, good: impl Fn(u128) -> bool) -> (i128, i128) {
+    let mut active: Option<Vec<K>> = None;
+    let mut fixed: u128 = 0;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        let scan = active.as_deref().unwrap_or(users);
+        let count = fixed + scan.iter().map(|k| k.count(mid) as u128).sum::<u128>();
+        if good(count) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        let mut keep = |k: &K| match k.settled(lo, hi) {
+            Some(c) => {
+                fixed += c as u128;
+                false
+            }
+            None => true,
+        };
+        match active.as_mut() {
+            Some(v) => v.retain(keep),
+            None => active = Some(users.iter().filter(|k| keep(k)).cloned().collect()),
+        }
+    }
+    (lo, hi)
 }
 
 /// The batched quantum: the same result as [`literal`], computed with two threshold
@@ -128,8 +206,9 @@ pub fn batched(p: &KarmaParams, demand: &[u64], credits: &[Credits]) -> Result<O
     let overflow = |u: usize| Error::CreditOverflow { user: u, before: credits[u] };
     let mut alloc = Vec::with_capacity(n);
     let mut after = Vec::with_capacity(n);
-    let mut borrowers = Vec::new();
-    let mut donors = Vec::new();
+    // Reserved for every user: untouched capacity costs no memory, regrowth costs copies.
+    let mut borrowers = Vec::with_capacity(n);
+    let mut donors = Vec::with_capacity(n);
     let mut donated_total: u128 = 0;
     for u in 0..n {
         let c = credits[u].raw().checked_add(p.free.raw()).ok_or_else(|| overflow(u))?;
@@ -170,20 +249,13 @@ fn take_highest(borrowers: &[Borrower], total: u128, candidates: u128) -> Vec<u6
     if total == 0 {
         return vec![0; borrowers.len()];
     }
-    let count_above = |t: i64| borrowers.iter().map(|b| b.count_above(t) as u128).sum::<u128>();
-    // Threshold T: the total-th largest key, i.e. the largest t with fewer than `total`
-    // keys above t - 1, found as the smallest t with count_above(t) < total.
-    let mut lo = borrowers.iter().map(Borrower::lowest_key).min().unwrap_or(1) - 1; // count_above(lo) = candidates >= total
-    let mut hi = borrowers.iter().map(|b| b.credits).max().unwrap_or(0); // count_above(hi) = 0 < total
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if count_above(mid) >= total {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let threshold = hi; // count_above(hi) < total <= count_above(hi - 1)
+    // Threshold T: the total-th largest key, i.e. the smallest t with fewer than
+    // `total` keys above it. count_above(lowest key - 1) = candidates >= total and
+    // count_above(highest credits) = 0 < total.
+    let lo = borrowers.iter().map(Borrower::lowest_key).min().unwrap_or(1) - 1;
+    let hi = borrowers.iter().map(|b| b.credits).max().unwrap_or(0);
+    let (_, threshold) = boundary(borrowers, lo as i128, hi as i128, |above| above >= total);
+    let threshold = threshold as i64; // count_above(T) < total <= count_above(T - 1)
     let mut take: Vec<u64> = borrowers.iter().map(|b| b.count_above(threshold)).collect();
     let mut rest = total - take.iter().map(|&k| k as u128).sum::<u128>();
     for (b, k) in borrowers.iter().zip(take.iter_mut()) {
@@ -207,20 +279,13 @@ fn take_lowest(donors: &[Donor], total: u128, donated: u128) -> Vec<u64> {
     if total == 0 {
         return vec![0; donors.len()];
     }
-    let count_below = |t: i128| donors.iter().map(|d| d.count_below(t) as u128).sum::<u128>();
-    // Smallest t with more than `total - 1` keys <= t: the largest t with count_below(t) < total.
-    let mut lo = donors.iter().map(|d| d.credits as i128).min().unwrap_or(0); // count_below(lo) = 0
-    let mut hi =
-        donors.iter().map(|d| d.credits as i128 + ((d.slices as i128 - 1) << FRAC_BITS) + 1).max().unwrap_or(1); // all below
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if count_below(mid) < total {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let threshold = lo; // count_below(lo) < total <= count_below(lo + 1): the key at `lo` completes it
+    // Threshold T: the total-th smallest key, i.e. the largest t with fewer than `total`
+    // keys below it. count_below(lowest credits) = 0 < total and
+    // count_below(highest key + 1) = donated >= total.
+    let lo = donors.iter().map(|d| d.credits as i128).min().unwrap_or(0);
+    let hi = donors.iter().map(|d| d.highest_key() + 1).max().unwrap_or(1);
+    let (threshold, _) = boundary(donors, lo, hi, |below| below < total);
+    // count_below(T) < total <= count_below(T + 1): the key at T completes it.
     let mut take: Vec<u64> = donors.iter().map(|d| d.count_below(threshold)).collect();
     let mut rest = total - take.iter().map(|&k| k as u128).sum::<u128>();
     for (d, k) in donors.iter().zip(take.iter_mut()) {
