@@ -37,6 +37,13 @@ pub const WARM_UP_QUANTA: usize = 20;
 ///
 /// If the pool is invalid (`users == 0`, `fair_share == 0`, or a pool too large for the
 /// credit range) or a warm-up quantum fails (a credit overflow).
+///
+/// ```
+/// let (params, demand, credits) = fairshare_bench::karma_instance(1_000, 10, 42);
+/// assert_eq!((params.len(), demand.len(), credits.len()), (1_000, 1_000, 1_000));
+/// assert_eq!(params.capacity, 10_000);
+/// assert!(credits.iter().any(|c| *c != credits[0]), "warm-up spreads the credits");
+/// ```
 pub fn karma_instance(users: usize, fair_share: u64, seed: u64) -> (KarmaParams, Vec<u64>, Vec<Credits>) {
     let alpha = Alpha::new(1, 2).expect("alpha = 1/2 is valid");
     let config = PoolConfig::equal(users, fair_share, alpha, INITIAL_CREDITS)

@@ -16,6 +16,17 @@ pub use workload::Demands;
 /// Runs `policy` on `config` over every quantum of `demands` and summarizes the run.
 /// `on_quantum` sees each quantum's index, demands and allocations (for per-quantum
 /// output and progress bars).
+///
+/// ```
+/// use fairshare::{Alpha, PoolConfig, Policy};
+/// // The first two quanta of the paper's worked example (shared/spec/karma.md).
+/// let config = PoolConfig::equal(3, 2, Alpha::new(1, 2)?, 6)?;
+/// let demands = vec![vec![3, 2, 1], vec![3, 0, 0]];
+/// let summary = fairshare_sim::run(Policy::Karma, &config, &demands, |_, _, _| {})?;
+/// assert_eq!(summary.total_alloc, vec![6, 2, 1]);
+/// assert_eq!(summary.utilization, 9.0 / 12.0);
+/// # Ok::<(), fairshare::Error>(())
+/// ```
 pub fn run(
     policy: Policy,
     config: &PoolConfig,
