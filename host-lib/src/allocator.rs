@@ -15,10 +15,12 @@ pub enum PoolChange {
     /// The pool grows (join) or shrinks (leave) by that user's fair share; the other
     /// users keep their shares.
     Resize,
-    /// The pool size stays: every user's fair and guaranteed share is rescaled by
-    /// `C_old / C_new`, each rounded down (`f' = floor(f C_old / C_new)`,
-    /// `g' = floor(g f' / f)`), so equal shares stay equal and `g' <= f'`. The rounding
-    /// remainder (fewer slices than users) leaves the pool.
+    /// The pool keeps exactly its `C` slices: the fair shares (the newcomer's included)
+    /// are rescaled to sum to `C` by largest remainder (each user gets the floor of its
+    /// exact quota `f C / sum f`, and the slices left go one each to the largest
+    /// remainders, ties to the lowest index); guaranteed shares follow as
+    /// `g' = floor(g f' / f)`. Equal shares may then differ by one slice, and the pool
+    /// runs by Algorithm 2. A user whose share would round to 0 makes the change fail.
     KeepPool,
 }
 
@@ -119,11 +121,9 @@ impl Allocator {
             .and_then(Credits::from_int)
             .ok_or(Error::CreditOverflow { user: self.credits.len(), before: Credits::ZERO })?;
         let mut users = self.config.users.clone();
-        let old_capacity = self.params.capacity as u128;
         users.push(UserConfig { initial_credits: start, ..user });
         if change == PoolChange::KeepPool {
-            let new_capacity = old_capacity + users.last().map_or(0, |u| u.fair_share as u128);
-            rescale(&mut users, old_capacity, new_capacity);
+            apportion(&mut users, self.params.capacity);
         }
         let mut credits = self.credits.clone();
         credits.push(start);
@@ -139,10 +139,9 @@ impl Allocator {
             return Err(Error::LastUser);
         }
         let mut users = self.config.users.clone();
-        let gone = users.remove(index);
+        users.remove(index);
         if change == PoolChange::KeepPool {
-            let old = self.params.capacity as u128;
-            rescale(&mut users, old, old - gone.fair_share as u128);
+            apportion(&mut users, self.params.capacity);
         }
         let mut credits = self.credits.clone();
         credits.remove(index);
@@ -171,17 +170,21 @@ impl Allocator {
                 .users
                 .iter()
                 .zip(&self.credits)
-                .map(|(u, &credits)| UserState {
+                .zip(&self.alloc)
+                .map(|((u, &credits), &alloc)| UserState {
                     name: u.name.clone(),
                     fair_share: u.fair_share,
                     guaranteed: u.guaranteed,
                     credits,
+                    alloc,
                 })
                 .collect(),
         }
     }
 
-    /// Continues from an exported state (the batched implementation is selected).
+    /// Continues from an exported state: the same users, credits, quantum counter and
+    /// last allocations. The software implementation is a runtime choice, not state
+    /// (batched unless [`Allocator::with_implementation`] says otherwise).
     pub fn from_state(state: AllocatorState) -> Result<Self> {
         if state.format != AllocatorState::FORMAT {
             return Err(Error::InvalidState(format!(
@@ -202,14 +205,31 @@ impl Allocator {
             .collect();
         let mut pool = Allocator::new(PoolConfig { users }, state.policy)?;
         pool.quantum = state.quantum;
+        pool.alloc = state.users.iter().map(|u| u.alloc).collect();
         Ok(pool)
     }
 }
 
-/// `f' = floor(f * new / old)` with `new`, `old` the pool sizes, and `g' = floor(g f' / f)`.
-fn rescale(users: &mut [UserConfig], from: u128, to: u128) {
-    for u in users {
-        let f = (u.fair_share as u128 * from / to) as u64;
+/// Rescales the fair shares to sum to `pool` by largest remainder (ties: lowest index)
+/// and the guaranteed shares to `floor(g f' / f)`.
+fn apportion(users: &mut [UserConfig], pool: u64) {
+    let total: u128 = users.iter().map(|u| u.fair_share as u128).sum();
+    if total == 0 {
+        return;
+    }
+    let quota = |u: &UserConfig| u.fair_share as u128 * pool as u128;
+    let mut shares: Vec<u64> = users.iter().map(|u| (quota(u) / total) as u64).collect();
+    let mut left = pool - shares.iter().sum::<u64>();
+    let mut by_remainder: Vec<usize> = (0..users.len()).collect();
+    by_remainder.sort_by_key(|&i| (std::cmp::Reverse(quota(&users[i]) % total), i));
+    for i in by_remainder {
+        if left == 0 {
+            break;
+        }
+        shares[i] += 1;
+        left -= 1;
+    }
+    for (u, f) in users.iter_mut().zip(shares) {
         u.guaranteed = (u.guaranteed as u128 * f as u128 / u.fair_share as u128) as u64;
         u.fair_share = f;
     }
@@ -244,4 +264,7 @@ pub struct UserState {
     pub guaranteed: u64,
     /// Credit balance.
     pub credits: Credits,
+    /// Allocation of the last quantum (0 before the first).
+    #[serde(default)]
+    pub alloc: u64,
 }

@@ -58,7 +58,8 @@ impl FromStr for Alpha {
             return Err(bad());
         }
         let g = gcd(num as u128, den as u128);
-        let (num, den) = ((num as u128 / g) as u64, (den as u128 / g) as u64);
+        let num = u64::try_from(num as u128 / g).map_err(|_| bad())?;
+        let den = u64::try_from(den as u128 / g).map_err(|_| bad())?;
         Alpha::new(num, den).map_err(|_| bad())
     }
 }
@@ -215,6 +216,8 @@ mod tests {
         assert_eq!(Alpha::from_f64(0.29).unwrap().guaranteed(100), 29);
         assert_eq!("1".parse::<Alpha>().unwrap().guaranteed(7), 7);
         assert_eq!("0.5".parse::<Alpha>().unwrap().guaranteed(5), 2);
+        // Too many digits to hold exactly: an error, never a silently different alpha.
+        assert!("0.5000000000000000000000001".parse::<Alpha>().is_err());
         for bad in ["1.01", "-0.1", "x", "", "nan"] {
             assert!(bad.parse::<Alpha>().is_err(), "{bad}");
         }

@@ -94,9 +94,21 @@ fn join_starts_at_floor_of_mean_credits_and_resizes_or_keeps_the_pool() {
 
     let mut keep = pool.clone();
     keep.join(UserConfig::with_alpha("d", 2, Alpha::new(1, 2).unwrap(), Credits::ZERO), PoolChange::KeepPool).unwrap();
-    // C = 6 stays: shares become floor(2 * 6 / 8) = 1, guaranteed floor(1 * 1 / 2) = 0.
-    assert_eq!(keep.users().iter().map(|u| (u.fair_share, u.guaranteed)).collect::<Vec<_>>(), vec![(1, 0); 4]);
-    assert_eq!(keep.params().capacity, 4);
+    // C = 6 stays: quotas 2 * 6 / 8 = 1.5 each; the two slices left go to the lowest
+    // indices (equal remainders); guaranteed floor(1 * f' / 2).
+    assert_eq!(
+        keep.users().iter().map(|u| (u.fair_share, u.guaranteed)).collect::<Vec<_>>(),
+        vec![(2, 1), (2, 1), (1, 0), (1, 0)]
+    );
+    assert_eq!(keep.params().capacity, 6);
+    // 100 users of 10 and a newcomer of 10 under KeepPool: still 1,000 slices, 91 users
+    // keep 10 and 10 get 9 (quota 9.90099 each; 91 slices of remainder).
+    let mut big = Allocator::new(PoolConfig::equal(100, 10, Alpha::ONE, 5).unwrap(), Policy::Karma).unwrap();
+    big.join(UserConfig::with_alpha("new", 10, Alpha::ONE, Credits::ZERO), PoolChange::KeepPool).unwrap();
+    assert_eq!(big.params().capacity, 1_000);
+    let tens = big.users().iter().filter(|u| u.fair_share == 10).count();
+    assert_eq!((tens, big.users().len() - tens), (91, 10));
+    assert!(big.users()[..91].iter().all(|u| u.fair_share == 10), "the lowest indices keep the extra slice");
 
     // A mean with a fraction rounds down (floor, also for negative means).
     let mut odd = paper_pool(Policy::Karma);
@@ -159,6 +171,8 @@ fn exported_state_continues_identically_and_survives_json() {
     let state: AllocatorState = serde_json::from_str(&json).unwrap();
     let mut resumed = Allocator::from_state(state).unwrap();
     assert_eq!(resumed.quantum(), 3);
+    assert_eq!(resumed.allocations(), first.allocations());
+    assert_eq!(resumed.credits(), first.credits());
     for d in &demands[3..] {
         assert_eq!(resumed.allocate(d).unwrap(), straight.allocate(d).unwrap());
         assert_eq!(resumed.credits(), straight.credits());

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use fairshare::policy::{karma, maxmin, strict, Outcome};
-use fairshare::{Alpha, Credits, KarmaParams, PoolConfig, UserConfig};
+use fairshare::{Alpha, Credits, Error, KarmaParams, PoolConfig, UserConfig};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -45,11 +45,21 @@ fn initial_credits() -> impl Strategy<Value = i64> {
     prop_oneof![Just(0i64), Just(1), 0..=5i64, 0..=1_000i64, Just(900_000), Just(1_000_000_000_000)]
 }
 
+/// Whole credits within a few quanta of the top of the range, where a quantum may
+/// overflow: both implementations must then fail alike.
+fn near_max_credits() -> impl Strategy<Value = i64> {
+    (0..=40i64).prop_map(|k| (i64::MAX >> 16) - k)
+}
+
 fn pool(max_users: usize) -> impl Strategy<Value = PoolConfig> {
+    pool_with(max_users, initial_credits().boxed())
+}
+
+fn pool_with(max_users: usize, credits: BoxedStrategy<i64>) -> impl Strategy<Value = PoolConfig> {
     (1..=max_users)
         .prop_flat_map(shares)
         .prop_flat_map(guaranteed)
-        .prop_flat_map(|(f, g)| (Just(f), Just(g), initial_credits()))
+        .prop_flat_map(move |(f, g)| (Just(f), Just(g), credits.clone()))
         .prop_map(|(f, g, c)| PoolConfig {
             users: (0..f.len())
                 .map(|i| UserConfig {
@@ -84,7 +94,8 @@ fn demands(cfg: &PoolConfig, max_quanta: usize) -> BoxedStrategy<Vec<Vec<u64>>> 
 }
 
 fn instance(max_users: usize, max_quanta: usize) -> impl Strategy<Value = (PoolConfig, Vec<Vec<u64>>)> {
-    pool(max_users).prop_flat_map(move |cfg| {
+    let credits = prop_oneof![9 => initial_credits(), 1 => near_max_credits()].boxed();
+    pool_with(max_users, credits).prop_flat_map(move |cfg| {
         let d = demands(&cfg, max_quanta);
         (Just(cfg), d)
     })
@@ -105,7 +116,13 @@ proptest! {
             let lit = karma::literal(&p, d, &credits);
             let bat = karma::batched(&p, d, &credits);
             prop_assert_eq!(&bat, &lit, "demand {:?} credits {:?}", d, credits);
-            credits = lit.unwrap().credits;
+            match lit {
+                Ok(out) => credits = out.credits,
+                Err(e) => {
+                    prop_assert!(matches!(e, Error::CreditOverflow { .. }), "{}", e);
+                    break;
+                }
+            }
         }
     }
 
@@ -116,7 +133,16 @@ proptest! {
         let (p, mut credits) = start(&cfg);
         let equal = p.price.iter().all(|&c| c == Credits::ONE) && p.free.is_integer();
         for d in &quanta {
-            let Outcome { alloc, credits: after } = karma::batched(&p, d, &credits).unwrap();
+            // Near the top of the range a quantum may overflow; it must say so, and the
+            // sequence ends there (karma_batched_equals_literal checks the error itself).
+            let Outcome { alloc, credits: after } = match karma::batched(&p, d, &credits) {
+                Ok(out) => out,
+                Err(e) => {
+                    prop_assert!(matches!(e, Error::CreditOverflow { .. }), "{}", e);
+                    prop_assert!(credits.iter().any(|c| c.raw() > i64::MAX / 2), "overflow far from the limit: {}", e);
+                    break;
+                }
+            };
             let n = d.len();
             let sum: u128 = alloc.iter().map(|&a| a as u128).sum();
             prop_assert!(sum <= p.capacity as u128);
@@ -233,16 +259,43 @@ proptest! {
         prop_assert!(useful(true) <= useful(false));
     }
 
-    /// Strict partitioning and Karma with alpha = 1 both give min(d, f) at least;
-    /// Karma never gives less than strict partitioning's guaranteed part.
+    /// Sharing incentive: every user gets at least what strict partitioning would give it
+    /// (`min(d, f)`) under max-min (any shares) and under Karma with alpha = 1.
     #[test]
-    fn strict_is_min_of_demand_and_share((cfg, quanta) in instance(12, 1)) {
-        let (p, credits) = start(&cfg);
-        let d = &quanta[0];
-        let s = strict::allocate(&p.fair_share, d);
-        for u in 0..d.len() { prop_assert_eq!(s[u], d[u].min(p.fair_share[u])); }
-        let k = karma::batched(&p, d, &credits).unwrap();
-        for u in 0..d.len() { prop_assert!(k.alloc[u] >= s[u].min(p.guaranteed[u])); }
+    fn maxmin_and_karma_alpha1_dominate_strict((cfg, quanta) in pool(12).prop_flat_map(|cfg| { let d = demands(&cfg, 3); (Just(cfg), d) })) {
+        let mut full = cfg.clone();
+        for u in &mut full.users { u.guaranteed = u.fair_share; }
+        let (p, mut credits) = start(&full);
+        for d in &quanta {
+            let s = strict::allocate(&p.fair_share, d);
+            let m = maxmin::batched(&p.fair_share, p.capacity, d);
+            let k = karma::batched(&p, d, &credits).unwrap();
+            for u in 0..d.len() {
+                prop_assert!(s[u] <= p.fair_share[u] && s[u] <= d[u]);
+                prop_assert!(m[u] >= s[u], "max-min user {} got {} < strict {}", u, m[u], s[u]);
+                prop_assert!(k.alloc[u] >= s[u], "karma user {} got {} < strict {}", u, k.alloc[u], s[u]);
+            }
+            credits = k.credits;
+        }
+    }
+
+    /// The derived Karma parameters are the documented roundings, characterized
+    /// independently: the price is the smallest multiple of 2^-16 that is at least
+    /// C / (n f_u), and the free credits the largest that is at most S / n.
+    #[test]
+    fn prices_round_up_and_free_credits_round_down(cfg in pool(12)) {
+        let p = KarmaParams::from_config(&cfg).unwrap();
+        let n = cfg.users.len() as u128;
+        let c: u128 = cfg.users.iter().map(|u| u.fair_share as u128).sum();
+        let shared: u128 = cfg.users.iter().map(|u| (u.fair_share - u.guaranteed) as u128).sum();
+        for (u, user) in cfg.users.iter().enumerate() {
+            let price = p.price[u].raw() as u128;
+            let nf = n * user.fair_share as u128;
+            prop_assert!(price * nf >= c << 16 && (price - 1) * nf < c << 16);
+        }
+        let free = p.free.raw() as u128;
+        prop_assert!(free * n <= shared << 16 && (free + 1) * n > shared << 16);
+        prop_assert_eq!((p.capacity as u128, p.shared as u128), (c, shared));
     }
 }
 

@@ -7,6 +7,10 @@
 //! (ties: lowest index) takes one slice and pays its price; the slice comes from the
 //! donor with the fewest credits (ties: lowest index), who earns one credit, or else
 //! from the shared slices.
+//!
+//! Range rule (both implementations): every balance must be representable after
+//! step 1 and at the end of the quantum; otherwise the quantum fails with
+//! [`Error::CreditOverflow`] naming the lowest such user, and nothing changes.
 
 use super::{check_lengths, Outcome};
 use crate::config::KarmaParams;
@@ -21,8 +25,11 @@ use std::collections::BinaryHeap;
 pub fn literal(p: &KarmaParams, demand: &[u64], credits: &[Credits]) -> Result<Outcome> {
     check_lengths(p, demand, credits)?;
     let n = p.len();
-    // Step 1: free credits.
+    // Step 1: free credits (the balance must stay representable, see the module doc).
     let mut c: Vec<i128> = credits.iter().map(|c| c.raw() as i128 + p.free.raw() as i128).collect();
+    if let Some(u) = c.iter().position(|&v| i64::try_from(v).is_err()) {
+        return Err(Error::CreditOverflow { user: u, before: credits[u] });
+    }
     // Step 2: guaranteed allocation and donations.
     let mut alloc: Vec<u64> = (0..n).map(|u| demand[u].min(p.guaranteed[u])).collect();
     let mut donated: Vec<u64> = (0..n).map(|u| p.guaranteed[u] - alloc[u]).collect();
