@@ -4,6 +4,24 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# Debian packages the build and tests need, as "command:package" pairs; a missing
+# command gets its package installed with apt-get (as root, or through sudo).
+need_debian() {
+  local missing=()
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "test.sh: installing ${missing[*]} with apt-get"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# Every Rust build links with the C toolchain.
+need_debian cc:build-essential
+
 # Rust components the checks use (rustup installs them when missing).
 for component in rustfmt clippy; do
   if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then

@@ -1,16 +1,11 @@
 //! # fairshare-bench: the benchmarks
 //!
-//! This crate owns the performance measurements of fairshare. Today that is the
-//! criterion benchmarks (`benches/`) comparing the software implementations of the
-//! policies with each other: Karma's literal slice-by-slice oracle against its batched
-//! threshold search, and batched Karma and max-min as the pool grows to a million
-//! users. Later it will also compare the offload path (the hardware engine behind
-//! `driver/`) with the software. `bench/REPORT.md`, the written summary of these
-//! numbers, is produced by a report command that does not exist yet; until then the
-//! numbers are whatever `cargo bench -p fairshare-bench` prints.
-//!
-//! The library part only holds the helpers the benches share, so that every bench
-//! measures the same realistic instances.
+//! This crate owns the performance measurements: criterion benchmarks (`benches/`) of
+//! the software policies (Karma's literal oracle against its batched threshold search,
+//! batched Karma and max-min up to millions of users), and later the offload path
+//! against the software with its report `bench/REPORT.md`; the library part only holds
+//! the helpers the benches share, so that every bench measures the same realistic
+//! instances.
 
 use fairshare::policy::karma;
 use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};

@@ -47,6 +47,9 @@ struct ExampleRow {
     maxmin_alloc: Vec<u64>,
 }
 
+/// The most demands (users x quanta) the demo generates: it holds them all in memory.
+const MAX_DEMANDS: usize = 50_000_000;
+
 /// The paper's worked example (`shared/spec/karma.md`): 3 users, f = 2, alpha = 1/2,
 /// 6 initial credits, five quanta.
 const EXAMPLE_DEMANDS: [[u64; 3]; 5] = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
@@ -85,6 +88,12 @@ fn join<T: ToString>(xs: &[T]) -> String {
 pub fn run(req: &DemoRequest) -> Result<(), CliError> {
     if req.users == 0 || req.quanta == 0 || req.fair_share == 0 {
         return Err(CliError::Usage("--users, --quanta and --fair-share must be at least 1".into()));
+    }
+    if req.users.saturating_mul(req.quanta) > MAX_DEMANDS {
+        return Err(CliError::Usage(format!(
+            "--users {} x --quanta {} is more than the demo's {MAX_DEMANDS} demands (it keeps the workload in memory)",
+            req.users, req.quanta
+        )));
     }
     let config = PoolConfig::equal(req.users, req.fair_share, req.alpha, req.initial_credits)?;
     let demands = workload::bursty(req.users, req.quanta, req.fair_share, req.seed);

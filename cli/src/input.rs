@@ -27,8 +27,12 @@ pub enum InputError {
 /// A demand trace: users in order of first appearance, one demand vector per quantum.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace {
+    /// The file it was read from (for messages).
+    pub file: String,
     /// User names; index = position in every demand vector.
     pub users: Vec<String>,
+    /// Line of each user's first demand (for messages).
+    pub first_line: Vec<u64>,
     /// Quantum labels as written in the file, in order.
     pub labels: Vec<u64>,
     /// `demands[q][u]`.
@@ -112,7 +116,13 @@ pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
     let file = path.display().to_string();
     let mut reader = open(path)?;
     let [qc, uc, dc] = columns(&mut reader, &file, ["quantum", "user", "demand"])?;
-    let mut trace = Trace { users: Vec::new(), labels: Vec::new(), demands: Vec::new() };
+    let mut trace = Trace {
+        file: file.clone(),
+        users: Vec::new(),
+        first_line: Vec::new(),
+        labels: Vec::new(),
+        demands: Vec::new(),
+    };
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut seen_in_quantum: HashMap<usize, u64> = HashMap::new(); // user -> line
     for record in reader.records() {
@@ -142,6 +152,7 @@ pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
         }
         let u = *index.entry(user.to_string()).or_insert_with(|| {
             trace.users.push(user.to_string());
+            trace.first_line.push(line);
             for d in trace.demands.iter_mut() {
                 d.push(0);
             }
@@ -183,9 +194,12 @@ pub fn pool_for(trace: &mut Trace, source: &UserSource, initial_credits: Credits
             let users = read_users(path, initial_credits)?;
             let order: HashMap<&str, usize> = users.iter().enumerate().map(|(i, u)| (u.name.as_str(), i)).collect();
             let mut positions = Vec::with_capacity(trace.users.len());
-            for name in &trace.users {
-                let &i = order.get(name.as_str()).ok_or_else(|| {
-                    InputError::Usage(format!("user `{name}` of the trace is not in the users file {}", path.display()))
+            for (t, name) in trace.users.iter().enumerate() {
+                let &i = order.get(name.as_str()).ok_or_else(|| InputError::Field {
+                    file: trace.file.clone(),
+                    line: trace.first_line[t],
+                    field: "user".into(),
+                    message: format!("unknown user `{name}`: it is not in the users file {}", path.display()),
                 })?;
                 positions.push(i);
             }
@@ -197,6 +211,7 @@ pub fn pool_for(trace: &mut Trace, source: &UserSource, initial_credits: Credits
                 *d = by_file;
             }
             trace.users = users.iter().map(|u| u.name.clone()).collect();
+            trace.first_line = vec![0; users.len()];
             users
         }
     };

@@ -89,7 +89,7 @@ enum Command {
         #[arg(long)]
         users: Option<PathBuf>,
         /// Initial credits of every user (an integer, a decimal or a fraction).
-        #[arg(long, default_value = "900000", value_parser = parse_credits)]
+        #[arg(long, default_value = "900000", value_parser = parse_credits, allow_negative_numbers = true)]
         initial_credits: Credits,
         /// Output CSV file (written atomically); stdout when absent.
         #[arg(long)]

@@ -36,14 +36,17 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     })?;
     bar.finish_and_clear();
     write_output(req.out, |out| {
-        writeln!(out, "quantum,user,demand,alloc,credits")?;
+        // A CSV writer, so that user names with commas or quotes come out quoted.
+        let mut csv = csv::Writer::from_writer(out);
+        csv.write_record(["quantum", "user", "demand", "alloc", "credits"])?;
         for (q, (alloc, credits)) in rows.iter().enumerate() {
             for u in 0..n {
-                let name = &trace.users[u];
-                writeln!(out, "{},{},{},{},{}", trace.labels[q], name, trace.demands[q][u], alloc[u], credits[u])?;
+                let label = trace.labels[q].to_string();
+                let (demand, a, c) = (trace.demands[q][u].to_string(), alloc[u].to_string(), credits[u].to_string());
+                csv.write_record([label.as_str(), trace.users[u].as_str(), &demand, &a, &c])?;
             }
         }
-        Ok(())
+        csv.flush()
     })
     .map_err(|e| {
         CliError::Io(format!("writing {}: {e}", req.out.map_or("stdout".into(), |p| p.display().to_string())))

@@ -24,6 +24,9 @@ pub fn run(path: &Path, backend: Backend) -> Result<bool, CliError> {
     if vectors.cases.is_empty() {
         return Err(CliError::Io(format!("{file}: the file has no cases")));
     }
+    for case in &vectors.cases {
+        case.config().map_err(|e| CliError::Io(format!("{file}: case `{}` is not a valid pool: {e}", case.name)))?;
+    }
     let quantum = match backend {
         Backend::Software => karma::batched,
         Backend::Literal => karma::literal,

@@ -130,6 +130,24 @@ fn replay_reproduces_the_paper_example() {
 }
 
 #[test]
+fn replay_quotes_names_and_takes_negative_credits() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write(dir.path(), "t.csv", "quantum,user,demand\n1,\"a,b\",3\n1,\"say \"\"hi\"\"\",1\n");
+    let out =
+        fairshare(&["replay", trace.to_str().unwrap(), "--fair-share", "2", "--alpha", "1", "--initial-credits", "-5"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // alpha = 1: no free credits; the first user borrows nothing with negative credits.
+    assert_eq!(text(&out.stdout), "quantum,user,demand,alloc,credits\n1,\"a,b\",3,2,-5\n1,\"say \"\"hi\"\"\",1,1,-5\n");
+}
+
+#[test]
+fn demo_refuses_runs_it_cannot_hold() {
+    let out = fairshare(&["demo", "--users", "1000000", "--quanta", "18446744073709551615"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("more than the demo's"), "{}", text(&out.stderr));
+}
+
+#[test]
 fn replay_with_users_file_and_other_policies() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write(dir.path(), "t.csv", "quantum,user,demand\n7,b,4\n7,a,1\n9,a,0\n9,c,5\n");
@@ -222,7 +240,7 @@ fn bad_configs_are_rejected() {
     assert_rejected(
         d,
         &["replay", t, "--users", users.to_str().unwrap()],
-        &["user `zed` of the trace is not in the users file"],
+        &["t.csv:3: field `user`: unknown user `zed`: it is not in the users file"],
     );
     let users = write(d, "users.csv", "user,fair_share,guaranteed\na,4,2\na,3,1\n");
     assert_rejected(
@@ -253,10 +271,20 @@ fn selftest_passes_on_the_vectors_and_reports_each_mismatch() {
     let out = fairshare(&["selftest", "--vectors", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("case `karma-paper-figure-3` quantum 3 user 2 alloc: expected 3, got Some(4)"), "{stdout}");
+    assert!(stdout.contains("case `karma-paper-figure-3` quantum 3 user 2 alloc: expected 3, got 4"), "{stdout}");
     assert!(
         stdout.contains("case `reference-library-example` quantum 0 user 1 credits: expected 999, got 1000000000000"),
         "{stdout}"
+    );
+    let mut invalid = json.clone();
+    invalid["cases"][1]["guaranteed"][0] = serde_json::json!(7);
+    let invalid = write(dir.path(), "invalid.json", &invalid.to_string());
+    let out = fairshare(&["selftest", "--vectors", invalid.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("case `reference-library-example` is not a valid pool"),
+        "{}",
+        text(&out.stderr)
     );
     let out = fairshare(&["selftest", "--vectors", dir.path().join("none.json").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));

@@ -2,14 +2,12 @@
 //!
 //! Fair division of a shared pool (bandwidth, cache or memory slices) among many users,
 //! re-done every quantum. This crate owns the policies' exact semantics
-//! (`shared/spec/karma.md`): Karma (credit-based, Algorithms 1 and 2 of the paper),
-//! periodic max-min fairness and strict partitioning, each as a literal slice-by-slice
-//! oracle and a fast batched implementation that agree bit for bit; the [`Allocator`]
-//! API users call once per quantum; users joining and leaving; state export and
-//! import; and the golden-vector runner every backend is checked with.
-//!
-//! The hardware engine (`hdl/`), the device access (`driver/`) and the offload backends
-//! that verify the device against this software are built on top of it.
+//! (`shared/spec/karma.md`): Karma (Algorithms 1 and 2 of the paper) and periodic
+//! max-min fairness, each as a literal slice-by-slice oracle and a batched
+//! implementation that agree bit for bit, and strict partitioning; the [`Allocator`]
+//! API called once per quantum, with users joining and leaving and state export and
+//! import; and the golden-vector runner that every backend (software, RTL simulation,
+//! emulated device, VFIO in the later `hdl/` and `driver/` crates) is checked with.
 
 pub mod allocator;
 pub mod config;

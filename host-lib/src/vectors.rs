@@ -150,7 +150,7 @@ impl VectorCase {
                         Some(u),
                         "alloc",
                         step.alloc[u].to_string(),
-                        format!("{:?}", result.alloc.get(u)),
+                        result.alloc.get(u).map_or("nothing".into(), u64::to_string),
                     ));
                 }
                 let got = result.credits.get(u).copied();

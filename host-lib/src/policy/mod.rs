@@ -1,6 +1,7 @@
-//! The single-resource policies, each in a literal form (the oracle: small, slice by
-//! slice, obviously right) and a batched form (threshold search, what production and
-//! the hardware engine compute). Both forms give the same result bit for bit.
+//! The single-resource policies. Karma and max-min each have a literal form (the
+//! oracle: small, slice by slice, obviously right) and a batched form (threshold
+//! search, what production and the hardware engine compute) that give the same result
+//! bit for bit; strict partitioning is one line and has one form.
 
 pub mod karma;
 pub mod maxmin;
