@@ -1,0 +1,405 @@
+//! One lane of the engine: the RAM banks of the users it owns (user `row * P + lane`),
+//! the per-user arithmetic of the LOAD pass (guaranteed allocation, donation, the user's
+//! run of candidate keys) and of the FINAL pass (slices taken below the thresholds,
+//! ties in index order, new credits), and its links in the lane-to-lane chains.
+//!
+//! Keys are unit-step runs `start, start + 1, ..., start + run - 1`; a search selects
+//! the `target` smallest keys, ties to the lowest user index. Karma borrowers have
+//! `start = !c1` (so the most credits come first), donors `start = c1`, where `c1` is
+//! the balance after the free credits; max-min users have `start = 1`, `run = demand`.
+
+use crate::lane::{CountLane, PROBES};
+use rust_hdl::prelude::*;
+
+/// Mode register values.
+pub mod mode {
+    /// Karma, Algorithm 1 (equal shares).
+    pub const KARMA: u64 = 0;
+    /// Periodic max-min (equal shares).
+    pub const MAXMIN: u64 = 1;
+    /// Strict partitioning.
+    pub const STRICT: u64 = 2;
+}
+
+/// Which search a user's run belongs to.
+pub mod kind {
+    /// No run.
+    pub const NONE: u64 = 0;
+    /// Search A: Karma borrowers.
+    pub const A: u64 = 1;
+    /// Search B: Karma donors, max-min users.
+    pub const B: u64 = 2;
+}
+
+/// Error bits a lane reports during LOAD.
+pub mod lane_error {
+    /// A demand at or above 2^31.
+    pub const DEMAND: u64 = 1;
+    /// A balance that could reach 2^31 this quantum.
+    pub const CREDIT: u64 = 2;
+}
+
+/// One lane; `A` address bits per RAM bank (2^A users per lane).
+#[derive(LogicBlock)]
+pub struct EngineLane<const A: usize> {
+    /// Clock of every register and RAM.
+    pub clock: Signal<In, Clock>,
+    /// Mode register (see [`mode`]).
+    pub mode: Signal<In, Bits<2>>,
+    /// Row read by every bank (data valid one cycle later).
+    pub rd_addr: Signal<In, Bits<A>>,
+    /// Row written.
+    pub wr_addr: Signal<In, Bits<A>>,
+    /// LOAD: write start, run, base and kind of this row.
+    pub write_state: Signal<In, Bit>,
+    /// FINAL or restore: write the credit bank.
+    pub write_credit: Signal<In, Bit>,
+    /// Restore: write `host_credit` instead of the computed balance.
+    pub use_host_credit: Signal<In, Bit>,
+    /// Balance written on restore.
+    pub host_credit: Signal<In, Bits<32>>,
+    /// Capture `demand_in`.
+    pub latch_demand: Signal<In, Bit>,
+    /// This lane's demand in the current beat.
+    pub demand_in: Signal<In, Bits<32>>,
+    /// Index of lane 0's user in the current row.
+    pub user_base: Signal<In, Bits<32>>,
+    /// Users in the pool.
+    pub n_users: Signal<In, Bits<32>>,
+    /// Fair share `f`.
+    pub fair: Signal<In, Bits<32>>,
+    /// Guaranteed share `g`.
+    pub guaranteed: Signal<In, Bits<32>>,
+    /// Free credits per quantum, `f - g`.
+    pub free: Signal<In, Bits<32>>,
+    /// Probes of search A (in FINAL: all equal to its threshold).
+    pub probe_a: [Signal<In, Bits<32>>; PROBES],
+    /// Probes of search B.
+    pub probe_b: [Signal<In, Bits<32>>; PROBES],
+    /// Chain: keys below the probes of search A.
+    pub count_a_in: [Signal<In, Bits<32>>; PROBES],
+    /// Chain out.
+    pub count_a_out: [Signal<Out, Bits<32>>; PROBES],
+    /// Chain: keys below the probes of search B.
+    pub count_b_in: [Signal<In, Bits<32>>; PROBES],
+    /// Chain out.
+    pub count_b_out: [Signal<Out, Bits<32>>; PROBES],
+    /// Chain: slices at the threshold of A still to give (FINAL).
+    pub rest_a_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub rest_a_out: Signal<Out, Bits<32>>,
+    /// Chain: slices at the threshold of B still to give.
+    pub rest_b_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub rest_b_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): candidate slices of search A.
+    pub total_a_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub total_a_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): keys of search B (donated slices, or max-min demand).
+    pub total_b_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub total_b_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): pool size, sum of `f`.
+    pub capacity_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub capacity_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): shared slices, sum of `f - g`.
+    pub shared_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub shared_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): error bits (see [`lane_error`]).
+    pub error_in: Signal<In, Bits<2>>,
+    /// Chain out.
+    pub error_out: Signal<Out, Bits<2>>,
+    /// FINAL: allocation of this lane's user (0 if the lane has no user).
+    pub alloc: Signal<Out, Bits<32>>,
+    /// FINAL: credits after the quantum.
+    pub credit: Signal<Out, Bits<32>>,
+    /// The credit bank at `rd_addr` (checkpoint).
+    pub credit_now: Signal<Out, Bits<32>>,
+    /// This lane has a user in the current row.
+    pub user_ok: Signal<Out, Bit>,
+    credit_ram: RAM<Bits<32>, A>,
+    start_ram: RAM<Bits<32>, A>,
+    run_ram: RAM<Bits<32>, A>,
+    base_ram: RAM<Bits<32>, A>,
+    kind_ram: RAM<Bits<2>, A>,
+    demand: DFF<Bits<32>>,
+    count_a: CountLane,
+    count_b: CountLane,
+    lane_index: Constant<Bits<32>>,
+    max: Constant<Bits<32>>,
+    limit: Constant<Bits<32>>,
+    c1: Signal<Local, Bits<32>>,
+    new_kind: Signal<Local, Bits<2>>,
+    new_start: Signal<Local, Bits<32>>,
+    new_run: Signal<Local, Bits<32>>,
+    new_base: Signal<Local, Bits<32>>,
+    credit_error: Signal<Local, Bit>,
+    demand_error: Signal<Local, Bit>,
+    grant_a: Signal<Local, Bits<32>>,
+    grant_b: Signal<Local, Bits<32>>,
+    take_a: Signal<Local, Bits<32>>,
+    take_b: Signal<Local, Bits<32>>,
+    final_credit: Signal<Local, Bits<32>>,
+}
+
+impl<const A: usize> EngineLane<A> {
+    /// Lane number `lane` (its users are `row * P + lane`).
+    pub fn new(lane: usize) -> Self {
+        EngineLane {
+            clock: Default::default(),
+            mode: Default::default(),
+            rd_addr: Default::default(),
+            wr_addr: Default::default(),
+            write_state: Default::default(),
+            write_credit: Default::default(),
+            use_host_credit: Default::default(),
+            host_credit: Default::default(),
+            latch_demand: Default::default(),
+            demand_in: Default::default(),
+            user_base: Default::default(),
+            n_users: Default::default(),
+            fair: Default::default(),
+            guaranteed: Default::default(),
+            free: Default::default(),
+            probe_a: Default::default(),
+            probe_b: Default::default(),
+            count_a_in: Default::default(),
+            count_a_out: Default::default(),
+            count_b_in: Default::default(),
+            count_b_out: Default::default(),
+            rest_a_in: Default::default(),
+            rest_a_out: Default::default(),
+            rest_b_in: Default::default(),
+            rest_b_out: Default::default(),
+            total_a_in: Default::default(),
+            total_a_out: Default::default(),
+            total_b_in: Default::default(),
+            total_b_out: Default::default(),
+            capacity_in: Default::default(),
+            capacity_out: Default::default(),
+            shared_in: Default::default(),
+            shared_out: Default::default(),
+            error_in: Default::default(),
+            error_out: Default::default(),
+            alloc: Default::default(),
+            credit: Default::default(),
+            credit_now: Default::default(),
+            user_ok: Default::default(),
+            credit_ram: Default::default(),
+            start_ram: Default::default(),
+            run_ram: Default::default(),
+            base_ram: Default::default(),
+            kind_ram: Default::default(),
+            demand: Default::default(),
+            count_a: CountLane::new(),
+            count_b: CountLane::new(),
+            lane_index: Constant::new(Bits::<32>::from(lane as u64)),
+            max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
+            limit: Constant::new(Bits::<32>::from(0x8000_0000_u64)),
+            c1: Default::default(),
+            new_kind: Default::default(),
+            new_start: Default::default(),
+            new_run: Default::default(),
+            new_base: Default::default(),
+            credit_error: Default::default(),
+            demand_error: Default::default(),
+            grant_a: Default::default(),
+            grant_b: Default::default(),
+            take_a: Default::default(),
+            take_b: Default::default(),
+            final_credit: Default::default(),
+        }
+    }
+}
+
+impl<const A: usize> Logic for EngineLane<A> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // Clocks and addresses of the banks.
+        self.credit_ram.read_clock.next = self.clock.val();
+        self.credit_ram.write_clock.next = self.clock.val();
+        self.start_ram.read_clock.next = self.clock.val();
+        self.start_ram.write_clock.next = self.clock.val();
+        self.run_ram.read_clock.next = self.clock.val();
+        self.run_ram.write_clock.next = self.clock.val();
+        self.base_ram.read_clock.next = self.clock.val();
+        self.base_ram.write_clock.next = self.clock.val();
+        self.kind_ram.read_clock.next = self.clock.val();
+        self.kind_ram.write_clock.next = self.clock.val();
+        dff_setup!(self, clock, demand);
+        if self.latch_demand.val() {
+            self.demand.d.next = self.demand_in.val();
+        }
+        self.credit_ram.read_address.next = self.rd_addr.val();
+        self.start_ram.read_address.next = self.rd_addr.val();
+        self.run_ram.read_address.next = self.rd_addr.val();
+        self.base_ram.read_address.next = self.rd_addr.val();
+        self.kind_ram.read_address.next = self.rd_addr.val();
+        self.credit_ram.write_address.next = self.wr_addr.val();
+        self.start_ram.write_address.next = self.wr_addr.val();
+        self.run_ram.write_address.next = self.wr_addr.val();
+        self.base_ram.write_address.next = self.wr_addr.val();
+        self.kind_ram.write_address.next = self.wr_addr.val();
+        self.credit_now.next = self.credit_ram.read_data.val();
+        self.user_ok.next = (self.user_base.val() + self.lane_index.val()) < self.n_users.val();
+
+        // LOAD: the user's run, from its demand and its balance after the free credits.
+        self.c1.next = self.credit_ram.read_data.val() + self.free.val();
+        self.new_kind.next = 0.into();
+        self.new_start.next = 0.into();
+        self.new_run.next = 0.into();
+        self.new_base.next = 0.into();
+        self.credit_error.next = false;
+        if self.mode.val() == 0 {
+            if self.demand.q.val() < self.guaranteed.val() {
+                self.new_kind.next = 2.into();
+                self.new_start.next = self.c1.val();
+                self.new_run.next = self.guaranteed.val() - self.demand.q.val();
+                self.new_base.next = self.demand.q.val();
+            } else {
+                self.new_base.next = self.guaranteed.val();
+                if (self.demand.q.val() > self.guaranteed.val()) & (self.c1.val() != 0) {
+                    self.new_kind.next = 1.into();
+                    self.new_start.next = !self.c1.val();
+                    if self.demand.q.val() - self.guaranteed.val() < self.c1.val() {
+                        self.new_run.next = self.demand.q.val() - self.guaranteed.val();
+                    } else {
+                        self.new_run.next = self.c1.val();
+                    }
+                }
+            }
+            if (self.c1.val() >= self.limit.val()) | (self.c1.val() + self.new_run.val() >= self.limit.val()) {
+                self.credit_error.next = true;
+            }
+        } else if self.mode.val() == 1 {
+            self.new_kind.next = 2.into();
+            self.new_start.next = 1.into();
+            self.new_run.next = self.demand.q.val();
+        } else if self.demand.q.val() < self.fair.val() {
+            self.new_base.next = self.demand.q.val();
+        } else {
+            self.new_base.next = self.fair.val();
+        }
+        self.demand_error.next = self.demand.q.val() >= self.limit.val();
+        if !self.user_ok.val() {
+            self.new_kind.next = 0.into();
+            self.new_run.next = 0.into();
+            self.new_base.next = 0.into();
+        }
+        self.start_ram.write_data.next = self.new_start.val();
+        self.run_ram.write_data.next = self.new_run.val();
+        self.base_ram.write_data.next = self.new_base.val();
+        self.kind_ram.write_data.next = self.new_kind.val();
+        self.start_ram.write_enable.next = self.write_state.val();
+        self.run_ram.write_enable.next = self.write_state.val();
+        self.base_ram.write_enable.next = self.write_state.val();
+        self.kind_ram.write_enable.next = self.write_state.val();
+        // LOAD chains (saturating sums, OR of errors).
+        self.total_a_out.next = self.total_a_in.val();
+        self.total_b_out.next = self.total_b_in.val();
+        if self.new_kind.val() == 1 {
+            if self.total_a_in.val() > self.max.val() - self.new_run.val() {
+                self.total_a_out.next = self.max.val();
+            } else {
+                self.total_a_out.next = self.total_a_in.val() + self.new_run.val();
+            }
+        }
+        if self.new_kind.val() == 2 {
+            if self.total_b_in.val() > self.max.val() - self.new_run.val() {
+                self.total_b_out.next = self.max.val();
+            } else {
+                self.total_b_out.next = self.total_b_in.val() + self.new_run.val();
+            }
+        }
+        self.capacity_out.next = self.capacity_in.val();
+        self.shared_out.next = self.shared_in.val();
+        if self.user_ok.val() {
+            if self.capacity_in.val() > self.max.val() - self.fair.val() {
+                self.capacity_out.next = self.max.val();
+            } else {
+                self.capacity_out.next = self.capacity_in.val() + self.fair.val();
+            }
+            if self.shared_in.val() > self.max.val() - self.free.val() {
+                self.shared_out.next = self.max.val();
+            } else {
+                self.shared_out.next = self.shared_in.val() + self.free.val();
+            }
+        }
+        self.error_out.next = self.error_in.val();
+        if self.user_ok.val() & self.demand_error.val() {
+            self.error_out.next = self.error_in.val() | 1;
+        }
+        if self.user_ok.val() & self.credit_error.val() {
+            self.error_out.next = self.error_in.val() | 2;
+        }
+        if self.user_ok.val() & self.demand_error.val() & self.credit_error.val() {
+            self.error_out.next = 3.into();
+        }
+
+        // SEARCH and FINAL: counts of the stored runs below the probes.
+        self.count_a.start.next = self.start_ram.read_data.val();
+        self.count_b.start.next = self.start_ram.read_data.val();
+        self.count_a.run.next = 0.into();
+        self.count_b.run.next = 0.into();
+        if self.kind_ram.read_data.val() == 1 {
+            self.count_a.run.next = self.run_ram.read_data.val();
+        }
+        if self.kind_ram.read_data.val() == 2 {
+            self.count_b.run.next = self.run_ram.read_data.val();
+        }
+        for j in 0..PROBES {
+            self.count_a.probe[j].next = self.probe_a[j].val();
+            self.count_b.probe[j].next = self.probe_b[j].val();
+            self.count_a.sum_in[j].next = self.count_a_in[j].val();
+            self.count_b.sum_in[j].next = self.count_b_in[j].val();
+            self.count_a_out[j].next = self.count_a.sum_out[j].val();
+            self.count_b_out[j].next = self.count_b.sum_out[j].val();
+        }
+
+        // FINAL: a key exactly at the threshold takes one of the slices left, in index
+        // order along the chain.
+        self.grant_a.next = 0.into();
+        self.grant_b.next = 0.into();
+        if (self.kind_ram.read_data.val() == 1)
+            & (self.probe_a[0].val() >= self.start_ram.read_data.val())
+            & (self.probe_a[0].val() - self.start_ram.read_data.val() < self.run_ram.read_data.val())
+            & (self.rest_a_in.val() != 0)
+        {
+            self.grant_a.next = 1.into();
+        }
+        if (self.kind_ram.read_data.val() == 2)
+            & (self.probe_b[0].val() >= self.start_ram.read_data.val())
+            & (self.probe_b[0].val() - self.start_ram.read_data.val() < self.run_ram.read_data.val())
+            & (self.rest_b_in.val() != 0)
+        {
+            self.grant_b.next = 1.into();
+        }
+        self.rest_a_out.next = self.rest_a_in.val() - self.grant_a.val();
+        self.rest_b_out.next = self.rest_b_in.val() - self.grant_b.val();
+        self.take_a.next = self.count_a.count[0].val() + self.grant_a.val();
+        self.take_b.next = self.count_b.count[0].val() + self.grant_b.val();
+        self.alloc.next = 0.into();
+        // Karma: a borrower's taken keys are slices; a donor's are donations used (they
+        // earn credits, not slices). Max-min: the taken keys are the slices.
+        if self.user_ok.val() {
+            if self.mode.val() == 1 {
+                self.alloc.next = self.base_ram.read_data.val() + self.take_b.val();
+            } else {
+                self.alloc.next = self.base_ram.read_data.val() + self.take_a.val();
+            }
+        }
+        self.final_credit.next = self.credit_ram.read_data.val();
+        if self.mode.val() == 0 {
+            self.final_credit.next = self.c1.val() - self.take_a.val() + self.take_b.val();
+        }
+        self.credit.next = self.final_credit.val();
+        self.credit_ram.write_data.next = self.final_credit.val();
+        if self.use_host_credit.val() {
+            self.credit_ram.write_data.next = self.host_credit.val();
+        }
+        self.credit_ram.write_enable.next = self.write_credit.val() & (self.user_ok.val() | self.use_host_credit.val());
+    }
+}

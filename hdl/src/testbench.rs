@@ -1,0 +1,168 @@
+//! A cycle-accurate driver for the RustHDL model of the engine: it steps the clock and
+//! talks to the block through its own handshakes (demand beats, results with
+//! back-pressure, the credit port), the way an FPGA shell would. Tests, `fairshare hdl
+//! cycles` and the `rtl-sim` backend use it.
+
+use crate::engine::Engine;
+use rust_hdl::prelude::*;
+
+/// What one quantum on the engine returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineResult {
+    /// Allocation per user.
+    pub alloc: Vec<u32>,
+    /// Credits per user after the quantum.
+    pub credits: Vec<u32>,
+    /// Cycles the engine reported for the quantum.
+    pub cycles: u32,
+}
+
+/// The engine refused the quantum with this status code (see
+/// [`crate::engine::error_code`]); its credits are unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineError(pub u32);
+
+/// Drives an [`Engine`] with `P` lanes and `2^A` rows.
+pub struct EngineSim<const P: usize, const A: usize> {
+    uut: Box<Engine<P, A>>,
+    /// Insert a cycle with `out_ready` low before every accepted result beat, and one
+    /// with `in_valid` low before every demand beat (exercises back-pressure).
+    pub stall: bool,
+}
+
+impl<const P: usize, const A: usize> Default for EngineSim<P, A> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const P: usize, const A: usize> EngineSim<P, A> {
+    /// A fresh engine (credits 0).
+    pub fn new() -> Self {
+        let mut uut = Box::new(Engine::<P, A>::new());
+        uut.connect_all();
+        let mut sim = EngineSim { uut, stall: false };
+        sim.settle();
+        sim
+    }
+
+    fn settle(&mut self) {
+        assert!(simulate(&mut *self.uut, 10_000), "engine logic did not settle");
+    }
+
+    /// One clock cycle: inputs set by the caller are sampled at the rising edge.
+    fn tick(&mut self) {
+        self.uut.clock.next = true.into();
+        self.settle();
+        self.uut.clock.next = false.into();
+        self.settle();
+    }
+
+    /// Rows needed for `n` users.
+    fn rows(n: usize) -> usize {
+        n.div_ceil(P)
+    }
+
+    /// Writes the credits of users `0 .. credits.len()` through the credit port.
+    pub fn write_credits(&mut self, credits: &[u32]) {
+        for row in 0..Self::rows(credits.len()) {
+            self.uut.credit_row.next = (row as u64).into();
+            for lane in 0..P {
+                let c = credits.get(row * P + lane).copied().unwrap_or(0);
+                self.uut.credit_wdata[lane].next = (c as u64).into();
+            }
+            self.uut.credit_write.next = true;
+            self.tick();
+        }
+        self.uut.credit_write.next = false;
+        self.settle();
+    }
+
+    /// Reads the credits of users `0 .. n` through the credit port.
+    pub fn read_credits(&mut self, n: usize) -> Vec<u32> {
+        let mut out = Vec::with_capacity(n);
+        for row in 0..Self::rows(n) {
+            self.uut.credit_row.next = (row as u64).into();
+            self.tick();
+            for lane in 0..P {
+                if row * P + lane < n {
+                    out.push(self.uut.credit_rdata[lane].val().to_u64() as u32);
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs one quantum: `mode` (0 Karma, 1 max-min, 2 strict), equal fair share
+    /// `fair` and guaranteed share `guaranteed`, one demand per user.
+    pub fn quantum(
+        &mut self,
+        mode: u8,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<EngineResult, EngineError> {
+        let n = demand.len();
+        let u = &mut self.uut;
+        u.mode.next = (mode as u64).into();
+        u.n_users.next = (n as u64).into();
+        u.fair.next = (fair as u64).into();
+        u.guaranteed.next = (guaranteed as u64).into();
+        u.start.next = true;
+        u.in_valid.next = false;
+        u.out_ready.next = false;
+        self.tick();
+        self.uut.start.next = false;
+        self.settle();
+        let mut row = 0;
+        let mut alloc = Vec::with_capacity(n);
+        let mut credits = Vec::with_capacity(n);
+        let mut stalled = false;
+        for _ in 0..100_000_000u64 {
+            if !self.uut.busy.val() {
+                break;
+            }
+            // Demand beats, in order.
+            // With `stall`, every other cycle neither offers a demand nor takes a result.
+            let active = !self.stall || stalled;
+            let offer = row < Self::rows(n) && active;
+            self.uut.in_valid.next = offer;
+            for lane in 0..P {
+                let d = if offer { demand.get(row * P + lane).copied().unwrap_or(0) } else { 0 };
+                self.uut.in_data[lane].next = (d as u64).into();
+            }
+            let take = active;
+            self.uut.out_ready.next = take;
+            self.settle();
+            let accepted_demand = offer && self.uut.in_ready.val();
+            if self.uut.out_valid.val() && take {
+                for lane in 0..P {
+                    if alloc.len() < n {
+                        alloc.push(self.uut.out_alloc[lane].val().to_u64() as u32);
+                        credits.push(self.uut.out_credit[lane].val().to_u64() as u32);
+                    }
+                }
+            }
+            if accepted_demand {
+                row += 1;
+            }
+            stalled = !stalled;
+            self.tick();
+        }
+        self.uut.in_valid.next = false;
+        self.uut.out_ready.next = false;
+        self.settle();
+        assert!(self.uut.done.val(), "engine did not finish");
+        let code = self.uut.error.val().to_u64() as u32;
+        if code != 0 {
+            return Err(EngineError(code));
+        }
+        assert_eq!(alloc.len(), n, "engine emitted {} results for {n} users", alloc.len());
+        Ok(EngineResult { alloc, credits, cycles: self.uut.cycles.val().to_u64() as u32 })
+    }
+
+    /// The engine as a block (for Verilog export).
+    pub fn block(&self) -> &Engine<P, A> {
+        &self.uut
+    }
+}
