@@ -19,8 +19,9 @@ need_debian() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-# Every Rust build links with the C toolchain.
-need_debian cc:build-essential
+# Every Rust build links with the C toolchain; the engine's generated Verilog is
+# linted, compiled and co-simulated with Verilator (which needs make and a C++ compiler).
+need_debian cc:build-essential make:make verilator:verilator
 
 # Rust components the checks use (rustup installs them when missing).
 for component in rustfmt clippy; do

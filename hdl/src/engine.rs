@@ -332,18 +332,22 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].fair.next = self.cfg_fair.q.val();
             self.lanes[i].guaranteed.next = self.cfg_guaranteed.q.val();
             self.lanes[i].free.next = self.cfg_fair.q.val() - self.cfg_guaranteed.q.val();
-            for j in 0..PROBES {
-                self.lanes[i].probe_a[j].next = self.probe_a[j].val();
-                self.lanes[i].probe_b[j].next = self.probe_b[j].val();
-            }
+            self.lanes[i].probe_a0.next = self.probe_a[0].val();
+            self.lanes[i].probe_b0.next = self.probe_b[0].val();
+            self.lanes[i].probe_a1.next = self.probe_a[1].val();
+            self.lanes[i].probe_b1.next = self.probe_b[1].val();
+            self.lanes[i].probe_a2.next = self.probe_a[2].val();
+            self.lanes[i].probe_b2.next = self.probe_b[2].val();
             self.out_alloc[i].next = self.lanes[i].alloc.val();
             self.out_credit[i].next = self.lanes[i].credit.val();
             self.credit_rdata[i].next = self.lanes[i].credit_now.val();
         }
-        for j in 0..PROBES {
-            self.lanes[0].count_a_in[j].next = self.acc_a[j].q.val();
-            self.lanes[0].count_b_in[j].next = self.acc_b[j].q.val();
-        }
+        self.lanes[0].count_a_in0.next = self.acc_a[0].q.val();
+        self.lanes[0].count_b_in0.next = self.acc_b[0].q.val();
+        self.lanes[0].count_a_in1.next = self.acc_a[1].q.val();
+        self.lanes[0].count_b_in1.next = self.acc_b[1].q.val();
+        self.lanes[0].count_a_in2.next = self.acc_a[2].q.val();
+        self.lanes[0].count_b_in2.next = self.acc_b[2].q.val();
         self.lanes[0].rest_a_in.next = self.rest_a.q.val();
         self.lanes[0].rest_b_in.next = self.rest_b.q.val();
         self.lanes[0].total_a_in.next = self.total_a.q.val();
@@ -352,10 +356,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.lanes[0].shared_in.next = self.shared.q.val();
         self.lanes[0].error_in.next = self.lane_errors.q.val();
         for i in 1..P {
-            for j in 0..PROBES {
-                self.lanes[i].count_a_in[j].next = self.lanes[i - 1].count_a_out[j].val();
-                self.lanes[i].count_b_in[j].next = self.lanes[i - 1].count_b_out[j].val();
-            }
+            self.lanes[i].count_a_in0.next = self.lanes[i - 1].count_a_out0.val();
+            self.lanes[i].count_b_in0.next = self.lanes[i - 1].count_b_out0.val();
+            self.lanes[i].count_a_in1.next = self.lanes[i - 1].count_a_out1.val();
+            self.lanes[i].count_b_in1.next = self.lanes[i - 1].count_b_out1.val();
+            self.lanes[i].count_a_in2.next = self.lanes[i - 1].count_a_out2.val();
+            self.lanes[i].count_b_in2.next = self.lanes[i - 1].count_b_out2.val();
             self.lanes[i].rest_a_in.next = self.lanes[i - 1].rest_a_out.val();
             self.lanes[i].rest_b_in.next = self.lanes[i - 1].rest_b_out.val();
             self.lanes[i].total_a_in.next = self.lanes[i - 1].total_a_out.val();
@@ -511,10 +517,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.pipe_valid.d.next = true;
                 if self.pipe_valid.q.val() {
                     for i in (P - 1)..P {
-                        for j in 0..PROBES {
-                            self.acc_a[j].d.next = self.lanes[i].count_a_out[j].val();
-                            self.acc_b[j].d.next = self.lanes[i].count_b_out[j].val();
-                        }
+                        self.acc_a[0].d.next = self.lanes[i].count_a_out0.val();
+                        self.acc_b[0].d.next = self.lanes[i].count_b_out0.val();
+                        self.acc_a[1].d.next = self.lanes[i].count_a_out1.val();
+                        self.acc_b[1].d.next = self.lanes[i].count_b_out1.val();
+                        self.acc_a[2].d.next = self.lanes[i].count_a_out2.val();
+                        self.acc_b[2].d.next = self.lanes[i].count_b_out2.val();
                     }
                 }
                 if self.last_row.val() {
@@ -527,10 +535,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             Phase::SearchDrain => {
                 self.pipe_valid.d.next = false;
                 for i in (P - 1)..P {
-                    for j in 0..PROBES {
-                        self.acc_a[j].d.next = self.lanes[i].count_a_out[j].val();
-                        self.acc_b[j].d.next = self.lanes[i].count_b_out[j].val();
-                    }
+                    self.acc_a[0].d.next = self.lanes[i].count_a_out0.val();
+                    self.acc_b[0].d.next = self.lanes[i].count_b_out0.val();
+                    self.acc_a[1].d.next = self.lanes[i].count_a_out1.val();
+                    self.acc_b[1].d.next = self.lanes[i].count_b_out1.val();
+                    self.acc_a[2].d.next = self.lanes[i].count_a_out2.val();
+                    self.acc_b[2].d.next = self.lanes[i].count_b_out2.val();
                 }
                 self.state.d.next = Phase::SearchUpdate;
             }
@@ -599,10 +609,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             }
             Phase::FinalEmit => {
                 for i in 0..P {
-                    for j in 0..PROBES {
-                        self.lanes[i].probe_a[j].next = self.lo_a.q.val();
-                        self.lanes[i].probe_b[j].next = self.lo_b.q.val();
-                    }
+                    self.lanes[i].probe_a0.next = self.lo_a.q.val();
+                    self.lanes[i].probe_b0.next = self.lo_b.q.val();
+                    self.lanes[i].probe_a1.next = self.lo_a.q.val();
+                    self.lanes[i].probe_b1.next = self.lo_b.q.val();
+                    self.lanes[i].probe_a2.next = self.lo_a.q.val();
+                    self.lanes[i].probe_b2.next = self.lo_b.q.val();
                 }
                 self.out_valid.next = true;
                 if self.out_ready.val() {

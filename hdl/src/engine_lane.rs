@@ -8,7 +8,7 @@
 //! `start = !c1` (so the most credits come first), donors `start = c1`, where `c1` is
 //! the balance after the free credits; max-min users have `start = 1`, `run = demand`.
 
-use crate::lane::{CountLane, PROBES};
+use crate::lane::CountLane;
 use rust_hdl::prelude::*;
 
 /// Mode register values.
@@ -72,18 +72,42 @@ pub struct EngineLane<const A: usize> {
     pub guaranteed: Signal<In, Bits<32>>,
     /// Free credits per quantum, `f - g`.
     pub free: Signal<In, Bits<32>>,
-    /// Probes of search A (in FINAL: all equal to its threshold).
-    pub probe_a: [Signal<In, Bits<32>>; PROBES],
-    /// Probes of search B.
-    pub probe_b: [Signal<In, Bits<32>>; PROBES],
-    /// Chain: keys below the probes of search A.
-    pub count_a_in: [Signal<In, Bits<32>>; PROBES],
-    /// Chain out.
-    pub count_a_out: [Signal<Out, Bits<32>>; PROBES],
-    /// Chain: keys below the probes of search B.
-    pub count_b_in: [Signal<In, Bits<32>>; PROBES],
-    /// Chain out.
-    pub count_b_out: [Signal<Out, Bits<32>>; PROBES],
+    /// Probes of search A (in FINAL: all equal to its threshold). (probe 0)
+    pub probe_a0: Signal<In, Bits<32>>,
+    /// Probes of search A (in FINAL: all equal to its threshold). (probe 1)
+    pub probe_a1: Signal<In, Bits<32>>,
+    /// Probes of search A (in FINAL: all equal to its threshold). (probe 2)
+    pub probe_a2: Signal<In, Bits<32>>,
+    /// Probes of search B. (probe 0)
+    pub probe_b0: Signal<In, Bits<32>>,
+    /// Probes of search B. (probe 1)
+    pub probe_b1: Signal<In, Bits<32>>,
+    /// Probes of search B. (probe 2)
+    pub probe_b2: Signal<In, Bits<32>>,
+    /// Chain: keys below the probes of search A. (probe 0)
+    pub count_a_in0: Signal<In, Bits<32>>,
+    /// Chain: keys below the probes of search A. (probe 1)
+    pub count_a_in1: Signal<In, Bits<32>>,
+    /// Chain: keys below the probes of search A. (probe 2)
+    pub count_a_in2: Signal<In, Bits<32>>,
+    /// Chain out. (probe 0)
+    pub count_a_out0: Signal<Out, Bits<32>>,
+    /// Chain out. (probe 1)
+    pub count_a_out1: Signal<Out, Bits<32>>,
+    /// Chain out. (probe 2)
+    pub count_a_out2: Signal<Out, Bits<32>>,
+    /// Chain: keys below the probes of search B. (probe 0)
+    pub count_b_in0: Signal<In, Bits<32>>,
+    /// Chain: keys below the probes of search B. (probe 1)
+    pub count_b_in1: Signal<In, Bits<32>>,
+    /// Chain: keys below the probes of search B. (probe 2)
+    pub count_b_in2: Signal<In, Bits<32>>,
+    /// Chain out. (probe 0)
+    pub count_b_out0: Signal<Out, Bits<32>>,
+    /// Chain out. (probe 1)
+    pub count_b_out1: Signal<Out, Bits<32>>,
+    /// Chain out. (probe 2)
+    pub count_b_out2: Signal<Out, Bits<32>>,
     /// Chain: slices at the threshold of A still to give (FINAL).
     pub rest_a_in: Signal<In, Bits<32>>,
     /// Chain out.
@@ -118,8 +142,7 @@ pub struct EngineLane<const A: usize> {
     pub credit: Signal<Out, Bits<32>>,
     /// The credit bank at `rd_addr` (checkpoint).
     pub credit_now: Signal<Out, Bits<32>>,
-    /// This lane has a user in the current row.
-    pub user_ok: Signal<Out, Bit>,
+    user_ok: Signal<Local, Bit>,
     credit_ram: RAM<Bits<32>, A>,
     start_ram: RAM<Bits<32>, A>,
     run_ram: RAM<Bits<32>, A>,
@@ -164,12 +187,24 @@ impl<const A: usize> EngineLane<A> {
             fair: Default::default(),
             guaranteed: Default::default(),
             free: Default::default(),
-            probe_a: Default::default(),
-            probe_b: Default::default(),
-            count_a_in: Default::default(),
-            count_a_out: Default::default(),
-            count_b_in: Default::default(),
-            count_b_out: Default::default(),
+            probe_a0: Default::default(),
+            probe_a1: Default::default(),
+            probe_a2: Default::default(),
+            probe_b0: Default::default(),
+            probe_b1: Default::default(),
+            probe_b2: Default::default(),
+            count_a_in0: Default::default(),
+            count_a_in1: Default::default(),
+            count_a_in2: Default::default(),
+            count_a_out0: Default::default(),
+            count_a_out1: Default::default(),
+            count_a_out2: Default::default(),
+            count_b_in0: Default::default(),
+            count_b_in1: Default::default(),
+            count_b_in2: Default::default(),
+            count_b_out0: Default::default(),
+            count_b_out1: Default::default(),
+            count_b_out2: Default::default(),
             rest_a_in: Default::default(),
             rest_a_out: Default::default(),
             rest_b_in: Default::default(),
@@ -350,29 +385,39 @@ impl<const A: usize> Logic for EngineLane<A> {
         if self.kind_ram.read_data.val() == 2 {
             self.count_b.run.next = self.run_ram.read_data.val();
         }
-        for j in 0..PROBES {
-            self.count_a.probe[j].next = self.probe_a[j].val();
-            self.count_b.probe[j].next = self.probe_b[j].val();
-            self.count_a.sum_in[j].next = self.count_a_in[j].val();
-            self.count_b.sum_in[j].next = self.count_b_in[j].val();
-            self.count_a_out[j].next = self.count_a.sum_out[j].val();
-            self.count_b_out[j].next = self.count_b.sum_out[j].val();
-        }
+        self.count_a.probe[0].next = self.probe_a0.val();
+        self.count_b.probe[0].next = self.probe_b0.val();
+        self.count_a.sum_in[0].next = self.count_a_in0.val();
+        self.count_b.sum_in[0].next = self.count_b_in0.val();
+        self.count_a_out0.next = self.count_a.sum_out[0].val();
+        self.count_b_out0.next = self.count_b.sum_out[0].val();
+        self.count_a.probe[1].next = self.probe_a1.val();
+        self.count_b.probe[1].next = self.probe_b1.val();
+        self.count_a.sum_in[1].next = self.count_a_in1.val();
+        self.count_b.sum_in[1].next = self.count_b_in1.val();
+        self.count_a_out1.next = self.count_a.sum_out[1].val();
+        self.count_b_out1.next = self.count_b.sum_out[1].val();
+        self.count_a.probe[2].next = self.probe_a2.val();
+        self.count_b.probe[2].next = self.probe_b2.val();
+        self.count_a.sum_in[2].next = self.count_a_in2.val();
+        self.count_b.sum_in[2].next = self.count_b_in2.val();
+        self.count_a_out2.next = self.count_a.sum_out[2].val();
+        self.count_b_out2.next = self.count_b.sum_out[2].val();
 
         // FINAL: a key exactly at the threshold takes one of the slices left, in index
         // order along the chain.
         self.grant_a.next = 0.into();
         self.grant_b.next = 0.into();
         if (self.kind_ram.read_data.val() == 1)
-            & (self.probe_a[0].val() >= self.start_ram.read_data.val())
-            & (self.probe_a[0].val() - self.start_ram.read_data.val() < self.run_ram.read_data.val())
+            & (self.probe_a0.val() >= self.start_ram.read_data.val())
+            & (self.probe_a0.val() - self.start_ram.read_data.val() < self.run_ram.read_data.val())
             & (self.rest_a_in.val() != 0)
         {
             self.grant_a.next = 1.into();
         }
         if (self.kind_ram.read_data.val() == 2)
-            & (self.probe_b[0].val() >= self.start_ram.read_data.val())
-            & (self.probe_b[0].val() - self.start_ram.read_data.val() < self.run_ram.read_data.val())
+            & (self.probe_b0.val() >= self.start_ram.read_data.val())
+            & (self.probe_b0.val() - self.start_ram.read_data.val() < self.run_ram.read_data.val())
             & (self.rest_b_in.val() != 0)
         {
             self.grant_b.next = 1.into();

@@ -10,3 +10,4 @@ pub mod engine;
 pub mod engine_lane;
 pub mod lane;
 pub mod testbench;
+pub mod verilog;

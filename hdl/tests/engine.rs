@@ -2,27 +2,10 @@
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use fairshare::policy::{karma, maxmin, strict};
-use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
-use fairshare_hdl::testbench::EngineSim;
+mod common;
 
-fn software(mode: u8, f: u32, g: u32, credits: &[u32], demand: &[u32]) -> (Vec<u32>, Vec<u32>) {
-    let n = demand.len();
-    let cfg = PoolConfig::equal(n, f as u64, Alpha::new(g as u64, f as u64).unwrap(), 0).unwrap();
-    let p = KarmaParams::from_config(&cfg).unwrap();
-    assert_eq!(p.guaranteed[0], g as u64);
-    let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
-    let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_int(x as i64).unwrap()).collect();
-    let (alloc, after) = match mode {
-        0 => {
-            let out = karma::batched(&p, &d, &c).unwrap();
-            (out.alloc, out.credits)
-        }
-        1 => (maxmin::batched(&p.fair_share, p.capacity, &d), c),
-        _ => (strict::allocate(&p.fair_share, &d), c),
-    };
-    (alloc.iter().map(|&a| a as u32).collect(), after.iter().map(|c| c.floor_int() as u32).collect())
-}
+use common::{random_pool, random_quantum, software};
+use fairshare_hdl::testbench::EngineSim;
 
 #[test]
 fn paper_example_on_the_engine() {
@@ -40,7 +23,7 @@ fn paper_example_on_the_engine() {
     assert_eq!(e.read_credits(3), vec![8, 8, 8]);
 }
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 /// Random sequences of quanta (modes mixed, credits carried on the engine and in
@@ -52,32 +35,11 @@ fn random_against_software<const P: usize, const A: usize>(seed: u64, sequences:
     for s in 0..sequences {
         let mut e = EngineSim::<P, A>::new();
         e.stall = s % 2 == 1;
-        let n = rng.gen_range(1..=max_users);
-        let f = rng.gen_range(1..=8u32);
-        let g = match rng.gen_range(0..4) {
-            0 => 0,
-            1 => f,
-            _ => rng.gen_range(0..=f),
-        };
-        let start = match rng.gen_range(0..4) {
-            0 => 0,
-            1 => rng.gen_range(0..4),
-            2 => rng.gen_range(0..60),
-            _ => 1_000_000,
-        };
+        let (n, f, g, start) = random_pool(&mut rng, max_users);
         let mut credits: Vec<u32> = (0..n).map(|_| start).collect();
         e.write_credits(&credits);
         for q in 0..6 {
-            let mode = [0u8, 0, 0, 0, 1, 2][rng.gen_range(0..6)];
-            let demand: Vec<u32> = (0..n)
-                .map(|_| match rng.gen_range(0..6) {
-                    0 => 0,
-                    1 => rng.gen_range(0..=f),
-                    2 | 3 => rng.gen_range(0..=3 * f),
-                    4 => rng.gen_range(f..=8 * f),
-                    _ => rng.gen_range(0..1000),
-                })
-                .collect();
+            let (mode, demand) = random_quantum(&mut rng, n, f);
             let (alloc, after) = software(mode, f, g, &credits, &demand);
             let got =
                 e.quantum(mode, f, g, &demand).unwrap_or_else(|err| panic!("seq {s} q {q}: engine error {err:?}"));

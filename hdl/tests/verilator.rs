@@ -1,0 +1,112 @@
+//! The generated Verilog, compiled with Verilator, against the software policies: the
+//! second simulator. A C++ testbench (`hdl/verilator/harness.cpp`) drives the block
+//! through the same handshakes as the RustHDL testbench; this test writes the
+//! commands, runs it and compares every allocation and credit with `host-lib`.
+//! Needs `verilator` (./test.sh installs it).
+
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use common::{random_pool, random_quantum, software};
+use fairshare_hdl::verilog::{engine_shell, engine_verilog};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Flags of the lint run, and why each warning class is off: WIDTH, RustHDL writes
+/// every literal 32 bits wide; UNUSEDPARAM, it declares every constant as a localparam;
+/// DECLFILENAME, all modules share one file; UNUSEDSIGNAL, each count lane computes
+/// three per-probe counts and FINAL needs only the first.
+pub const LINT_FLAGS: [&str; 5] = ["-Wall", "-Wno-WIDTH", "-Wno-UNUSEDPARAM", "-Wno-DECLFILENAME", "-Wno-UNUSEDSIGNAL"];
+
+fn verilator() -> &'static str {
+    let ok = Command::new("verilator").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(ok, "verilator is not installed: run ./test.sh (it installs it) or apt-get install verilator");
+    "verilator"
+}
+
+/// Generates the Verilog of an engine with `P` lanes and `2^A` rows, lints it and
+/// builds the Verilator testbench; returns the executable.
+fn build<const P: usize, const A: usize>(dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("top.v"), engine_verilog::<P, A>().unwrap()).unwrap();
+    std::fs::write(dir.join("shell.v"), engine_shell::<P, A>()).unwrap();
+    let lint = Command::new(verilator())
+        .args(["--lint-only", "--top-module", "top"])
+        .args(LINT_FLAGS)
+        .arg("top.v")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(lint.status.success(), "verilator lint:\n{}", String::from_utf8_lossy(&lint.stderr));
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("verilator/harness.cpp");
+    let out = Command::new(verilator())
+        .args(["--cc", "--exe", "--build", "-j", "2", "-O2", "-Wno-WIDTH", "--top-module", "engine_shell"])
+        .args(["-CFLAGS", &format!("-DLANES={P}"), "-Mdir", "obj", "shell.v", "top.v"])
+        .arg(harness)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "verilator build:\n{}", String::from_utf8_lossy(&out.stderr));
+    dir.join("obj/Vengine_shell")
+}
+
+/// Random sequences on the Verilator model of an engine with `P` lanes and `2^A` rows;
+/// returns the number of quanta compared.
+fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build::<P, A>(dir.path());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut script, mut expected) = (String::new(), Vec::new());
+    for s in 0..sequences {
+        let (n, f, g, start) = random_pool(&mut rng, P << A);
+        let mut credits = vec![start; n];
+        write!(script, "credits {n}").unwrap();
+        credits.iter().for_each(|c| write!(script, " {c}").unwrap());
+        script.push('\n');
+        expected.push("ok".to_string());
+        for _ in 0..quanta {
+            let (mode, demand) = random_quantum(&mut rng, n, f);
+            write!(script, "quantum {mode} {f} {g} {} {n}", s % 2).unwrap();
+            demand.iter().for_each(|d| write!(script, " {d}").unwrap());
+            script.push('\n');
+            let (alloc, after) = software(mode, f, g, &credits, &demand);
+            let pairs: Vec<String> = alloc.iter().zip(&after).map(|(a, c)| format!("{a} {c}")).collect();
+            expected.push(format!("result 0 {}", pairs.join(" ")));
+            credits = after;
+        }
+        writeln!(script, "read {n}").unwrap();
+        expected.push(format!("credits {}", credits.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")));
+    }
+    // The commands go in from a file: a pipe written up front would deadlock once the
+    // answers fill the other pipe.
+    let commands = dir.path().join("commands.txt");
+    std::fs::write(&commands, &script).unwrap();
+    let out = Command::new(&exe).stdin(Stdio::from(std::fs::File::open(&commands).unwrap())).output().unwrap();
+    assert!(out.status.success(), "testbench exited with {}", out.status);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "testbench answered {} of {} commands", lines.len(), expected.len());
+    let mut compared = 0;
+    for (i, (got, want)) in lines.iter().zip(&expected).enumerate() {
+        // `result ERR CYCLES a0 c0 ...`: compare all but the cycle count.
+        let got_fields: Vec<&str> = got.split(' ').collect();
+        let got_cmp = if got.starts_with("result") {
+            compared += 1;
+            [&got_fields[..2], &got_fields[3..]].concat().join(" ")
+        } else {
+            got.to_string()
+        };
+        assert_eq!(&got_cmp, want, "line {i} of the Verilator run (P = {P}, A = {A})");
+    }
+    compared
+}
+
+#[test]
+fn verilog_matches_software_n64_and_n1024() {
+    let small = cosimulate::<4, 4>(11, 700, 10); // up to 64 users
+    let large = cosimulate::<16, 6>(12, 100, 30); // up to 1,024 users
+    assert!(small + large >= 10_000, "{small} + {large} quanta");
+}
