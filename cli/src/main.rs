@@ -6,6 +6,7 @@
 //! names the file, line, field and value; no partial output file is left behind).
 
 mod demo;
+mod hdl;
 mod input;
 mod output;
 mod replay;
@@ -98,6 +99,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The hardware engine: Verilog export and cycles per quantum in simulation.
+    Hdl {
+        #[command(subcommand)]
+        command: HdlCommand,
+    },
     /// Check a backend against a golden-vector file; exit status 1 on any mismatch.
     Selftest {
         /// Vector file in the schema of `vectors/karma_paper.json`.
@@ -106,6 +112,41 @@ enum Command {
         /// Backend to check.
         #[arg(long, value_enum, default_value = "software")]
         backend: selftest::Backend,
+    },
+}
+
+#[derive(Subcommand)]
+enum HdlCommand {
+    /// Write the engine's Verilog (module `top`) and a wide-port shell next to it.
+    Verilog {
+        /// Users the engine must hold (rounded up to 64, 256, 1024 or 4096).
+        #[arg(long)]
+        users: usize,
+        /// Parallel lanes: 1, 2, 4, 8, 16 or 32.
+        #[arg(long)]
+        lanes: usize,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run Karma quanta through the simulated engine (each checked against the
+    /// software) and print the cycles per quantum.
+    Cycles {
+        /// Users in the pool (1 to 4096).
+        #[arg(long)]
+        users: usize,
+        /// Parallel lanes: 1, 2, 4, 8, 16 or 32.
+        #[arg(long)]
+        lanes: usize,
+        /// Quanta to run.
+        #[arg(long, default_value_t = 20)]
+        quanta: usize,
+        /// Workload seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -137,6 +178,12 @@ fn main() -> ExitCode {
             let req =
                 replay::ReplayRequest { trace: &trace, users, initial_credits, policy, out: out.as_deref(), json };
             replay::run(&req).map(|_| true)
+        }
+        Command::Hdl { command: HdlCommand::Verilog { users, lanes, out } } => {
+            hdl::verilog(users, lanes, &out).map(|_| true)
+        }
+        Command::Hdl { command: HdlCommand::Cycles { users, lanes, quanta, seed, json } } => {
+            hdl::cycles(users, lanes, quanta, seed, json).map(|_| true)
         }
         Command::Selftest { vectors, backend } => selftest::run(&vectors, backend),
     };

@@ -3,8 +3,10 @@
 //! test a user runs on a new backend or new hardware.
 
 use crate::CliError;
+use clap::ValueEnum;
 use fairshare::policy::karma;
-use fairshare::vectors::VectorFile;
+use fairshare::vectors::{VectorCase, VectorFile};
+use fairshare::{Credits, Outcome};
 use std::path::Path;
 
 /// The backends `selftest` can check.
@@ -14,6 +16,57 @@ pub enum Backend {
     Software,
     /// The literal slice-by-slice loop (the oracle itself).
     Literal,
+    /// The RustHDL model of the hardware engine (4 lanes), cycle by cycle. Runs the
+    /// cases that fit the engine (equal shares, credits and demands below 2^31, at
+    /// most 4,096 users) and names the others as skipped.
+    RtlSim,
+}
+
+/// Why a vector case cannot run on the engine, if it cannot.
+fn engine_misfit(case: &VectorCase) -> Option<String> {
+    let (f, g) = (case.fair_share.first()?, case.guaranteed.first()?);
+    if case.fair_share.iter().any(|x| x != f) || case.guaranteed.iter().any(|x| x != g) {
+        return Some("weighted or unequal shares (the engine runs Algorithm 1)".into());
+    }
+    if !(0..1 << 31).contains(&case.initial_credits) {
+        return Some(format!("initial credits {} are outside the engine's [0, 2^31)", case.initial_credits));
+    }
+    if case.fair_share.len() > 4096 {
+        return Some(format!("{} users, more than the engine's 4,096", case.fair_share.len()));
+    }
+    if case.quanta.iter().flat_map(|q| &q.demand).any(|&d| d >= 1 << 31) {
+        return Some("a demand at or above 2^31".into());
+    }
+    None
+}
+
+/// Runs a case on a fresh simulated engine: credits are written once, then carried by
+/// the engine itself from quantum to quantum.
+fn check_on_engine(case: &VectorCase) -> Vec<fairshare::vectors::Mismatch> {
+    let n = case.fair_share.len();
+    let mut engine = match fairshare_hdl::catalog::engine(4, n) {
+        Ok(e) => e,
+        Err(e) => return vec![case_error(case, e)],
+    };
+    engine.write_credits(&vec![case.initial_credits as u32; n]);
+    let (f, g) = (case.fair_share[0] as u32, case.guaranteed[0] as u32);
+    case.check(|_, demand, _| {
+        let d: Vec<u32> = demand.iter().map(|&x| x as u32).collect();
+        let r = engine.quantum(0, f, g, &d).map_err(|e| format!("engine error code {}", e.0))?;
+        let credits = r.credits.iter().map(|&c| Credits::from_int(c as i64).unwrap_or_default()).collect();
+        Ok::<_, String>(Outcome { alloc: r.alloc.iter().map(|&a| a as u64).collect(), credits })
+    })
+}
+
+fn case_error(case: &VectorCase, e: String) -> fairshare::vectors::Mismatch {
+    fairshare::vectors::Mismatch {
+        case: case.name.clone(),
+        quantum: 0,
+        user: None,
+        field: "error",
+        expected: "a result".into(),
+        got: e,
+    }
 }
 
 /// Runs the file; `Ok(true)` when every case matched.
@@ -27,13 +80,20 @@ pub fn run(path: &Path, backend: Backend) -> Result<bool, CliError> {
     for case in &vectors.cases {
         case.config().map_err(|e| CliError::Io(format!("{file}: case `{}` is not a valid pool: {e}", case.name)))?;
     }
-    let quantum = match backend {
-        Backend::Software => karma::batched,
-        Backend::Literal => karma::literal,
-    };
-    let (mut quanta, mut failed) = (0, 0);
+    let (mut quanta, mut failed, mut skipped) = (0, 0, 0);
     for case in &vectors.cases {
-        let mismatches = case.check(quantum);
+        let mismatches = match backend {
+            Backend::Software => case.check(karma::batched),
+            Backend::Literal => case.check(karma::literal),
+            Backend::RtlSim => match engine_misfit(case) {
+                Some(why) => {
+                    println!("skip     {} ({why})", case.name);
+                    skipped += 1;
+                    continue;
+                }
+                None => check_on_engine(case),
+            },
+        };
         quanta += case.quanta.len();
         if mismatches.is_empty() {
             println!("ok       {} ({} quanta, {} users)", case.name, case.quanta.len(), case.fair_share.len());
@@ -46,8 +106,8 @@ pub fn run(path: &Path, backend: Backend) -> Result<bool, CliError> {
         }
     }
     println!(
-        "selftest {file} on backend {}: {} cases, {quanta} quanta, {failed} cases with mismatches",
-        format!("{backend:?}").to_lowercase(),
+        "selftest {file} on backend {}: {} cases, {skipped} skipped, {quanta} quanta run, {failed} cases with mismatches",
+        backend.to_possible_value().map_or("?".into(), |v| v.get_name().to_string()),
         vectors.cases.len()
     );
     Ok(failed == 0)

@@ -293,3 +293,53 @@ fn selftest_passes_on_the_vectors_and_reports_each_mismatch() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("garbage.json: not a vector file"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn selftest_on_the_rtl_model_runs_every_case_that_fits() {
+    for file in ["karma_paper.json", "karma_random.json"] {
+        // Cases that fit the engine: equal shares and initial credits below 2^31.
+        let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(vectors(file)).unwrap()).unwrap();
+        let cases = json["cases"].as_array().unwrap();
+        let all_equal = |v: &serde_json::Value| v.as_array().unwrap().windows(2).all(|w| w[0] == w[1]);
+        let fits = cases
+            .iter()
+            .filter(|c| {
+                all_equal(&c["fair_share"])
+                    && all_equal(&c["guaranteed"])
+                    && c["initial_credits"].as_i64().unwrap() < 1 << 31
+            })
+            .count();
+        let out = fairshare(&["selftest", "--vectors", vectors(file).to_str().unwrap(), "--backend", "rtl-sim"]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), fits, "{stdout}");
+        assert!(stdout.contains(&format!("{} cases, {} skipped", cases.len(), cases.len() - fits)), "{stdout}");
+    }
+}
+
+#[test]
+fn hdl_cycles_and_verilog() {
+    let out = fairshare(&["hdl", "cycles", "--users", "64", "--lanes", "4", "--quanta", "6", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // R = 16 rows: no search costs 4R + 5 = 69 cycles; at most 17 search passes of R + 3.
+    let (min, median, max) = (
+        json["cycles_per_quantum_min"].as_u64().unwrap(),
+        json["cycles_per_quantum_median"].as_u64().unwrap(),
+        json["cycles_per_quantum_max"].as_u64().unwrap(),
+    );
+    assert!(69 <= min && min <= median && median <= max && max <= 69 + 17 * 19, "{json}");
+    let dir = tempfile::tempdir().unwrap();
+    let v = dir.path().join("engine.v");
+    let out = fairshare(&["hdl", "verilog", "--users", "64", "--lanes", "4", "--out", v.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(fs::read_to_string(&v).unwrap().contains("module top("));
+    assert!(fs::read_to_string(dir.path().join("engine_shell.v")).unwrap().contains("module engine_shell("));
+    for bad in
+        [["--users", "64", "--lanes", "3"], ["--users", "5000", "--lanes", "4"], ["--users", "0", "--lanes", "4"]]
+    {
+        let out = fairshare(&["hdl", "cycles", bad[0], bad[1], bad[2], bad[3]]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(text(&out.stderr).contains("this build's engines"), "{}", text(&out.stderr));
+    }
+}

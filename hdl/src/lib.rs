@@ -6,6 +6,7 @@
 //! radix searches for the borrower and donor thresholds, a final pass that writes
 //! allocations and credits; written in RustHDL and exported as Verilog.
 
+pub mod catalog;
 pub mod engine;
 pub mod engine_lane;
 pub mod lane;

@@ -1,0 +1,82 @@
+//! `fairshare hdl`: the hardware engine from the command line: export its Verilog,
+//! and measure its cycles per quantum in simulation (every quantum checked against
+//! the software).
+
+use crate::output::{table, write_atomically};
+use crate::CliError;
+use fairshare::policy::karma;
+use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
+use fairshare_hdl::catalog;
+use std::path::Path;
+
+/// Writes the Verilog of the engine shape for `users` and `lanes` to `out`, and its
+/// wide-port shell next to it (`<out stem>_shell.v`).
+pub fn verilog(users: usize, lanes: usize, out: &Path) -> Result<(), CliError> {
+    let engine = catalog::engine(lanes, users).map_err(CliError::Usage)?;
+    let (top, shell) = engine.verilog().map_err(CliError::Io)?;
+    let shell_path = out.with_file_name(format!(
+        "{}_shell.v",
+        out.file_stem().map_or("engine".into(), |s| s.to_string_lossy().into_owned())
+    ));
+    for (path, text) in [(out, &top), (shell_path.as_path(), &shell)] {
+        write_atomically(path, |w| w.write_all(text.as_bytes()))
+            .map_err(|e| CliError::Io(format!("writing {}: {e}", path.display())))?;
+    }
+    eprintln!(
+        "hdl verilog: engine with {lanes} lanes for up to {} users (module `top`) in {}, its shell (module `engine_shell`) in {}",
+        engine.capacity(),
+        out.display(),
+        shell_path.display()
+    );
+    Ok(())
+}
+
+/// Runs `quanta` quanta of Karma (bursty demands, fair share 10, alpha 1/2) through
+/// the simulated engine, checks each against the software and prints the cycles.
+pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) -> Result<(), CliError> {
+    if quanta == 0 {
+        return Err(CliError::Usage("--quanta must be at least 1".into()));
+    }
+    let mut engine = catalog::engine(lanes, users).map_err(CliError::Usage)?;
+    let (f, g) = (10u32, 5u32);
+    let params = KarmaParams::from_config(&PoolConfig::equal(users, f as u64, Alpha::new(1, 2)?, 0)?)?;
+    let mut credits = vec![1_000u32; users];
+    engine.write_credits(&credits);
+    let demands = fairshare_sim::workload::bursty(users, quanta, f as u64, seed);
+    let mut cycles = Vec::with_capacity(quanta);
+    for (q, d) in demands.iter().enumerate() {
+        let demand: Vec<u32> = d.iter().map(|&x| x.min(u32::MAX as u64 / 2) as u32).collect();
+        let got = engine
+            .quantum(0, f, g, &demand)
+            .map_err(|e| CliError::Io(format!("quantum {q}: the engine stopped with error code {}", e.0)))?;
+        let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_raw((x as i64) << 16)).collect();
+        let d64: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
+        let want = karma::batched(&params, &d64, &c)?;
+        let want_credits: Vec<u32> = want.credits.iter().map(|c| c.floor_int() as u32).collect();
+        let want_alloc: Vec<u32> = want.alloc.iter().map(|&a| a as u32).collect();
+        if got.alloc != want_alloc || got.credits != want_credits {
+            return Err(CliError::Io(format!("quantum {q}: the engine's result differs from the software")));
+        }
+        credits = got.credits;
+        cycles.push(got.cycles);
+    }
+    cycles.sort_unstable();
+    let (min, median, max) = (cycles[0], cycles[cycles.len() / 2], cycles[cycles.len() - 1]);
+    if json {
+        let out = serde_json::json!({
+            "users": users, "lanes": lanes, "capacity": engine.capacity(), "quanta": quanta, "seed": seed,
+            "cycles_per_quantum_min": min, "cycles_per_quantum_median": median, "cycles_per_quantum_max": max,
+        });
+        println!("{out}");
+    } else {
+        println!("engine: {lanes} lanes, {users} users (capacity {}), {quanta} Karma quanta of the bursty workload, every result checked against the software\n", engine.capacity());
+        print!(
+            "{}",
+            table(
+                &["cycles per quantum", "min", "median", "max"],
+                &[vec!["".into(), min.to_string(), median.to_string(), max.to_string()]]
+            )
+        );
+    }
+    Ok(())
+}
