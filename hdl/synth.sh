@@ -47,7 +47,7 @@ done
   if nextpnr-ice40 --hx8k --package ct256 --json "$work/e1.json" --freq 12 > "$work/pnr.log" 2>&1; then
     echo "1 lane, 64 users: $(grep -m1 'Max frequency for clock' "$work/pnr.log" | sed 's/^Info: //')."
   else
-    echo "1 lane, 64 users: **does not place**. nextpnr reports"
+    echo "1 lane, 64 users: **does not place**. nextpnr's packing reports"
     echo
     grep -E "ICESTORM_LC:|ICESTORM_RAM:|SB_IO:" "$work/pnr.log" | sed 's/^Info:[[:space:]]*/    /'
     echo

@@ -7,7 +7,8 @@
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
-use fairshare::policy::{karma, maxmin};
+use fairshare::policy::{karma, maxmin, Outcome};
+use fairshare::{Credits, Error, KarmaParams};
 use fairshare_bench::karma_instance;
 use std::hint::black_box;
 use std::time::Duration;
@@ -25,23 +26,26 @@ fn configure(group: &mut BenchmarkGroup<'_, WallTime>, users: usize) {
     }
 }
 
-/// One quantum of batched Karma as the pool grows (fair share 10).
-fn karma_batched(c: &mut Criterion) {
-    let mut group = c.benchmark_group("karma_batched");
-    for n in [10, 1_000, 10_000, 100_000, 1_000_000, 3_000_000] {
+/// A Karma quantum function: `karma::batched` or `karma::literal`.
+type KarmaFn = fn(&KarmaParams, &[u64], &[Credits]) -> Result<Outcome, Error>;
+
+/// One quantum of `quantum` per iteration on the bursty instance of `n` users, fair share 10.
+fn karma_by_size(c: &mut Criterion, name: &str, quantum: KarmaFn, sizes: &[usize]) {
+    let mut group = c.benchmark_group(name);
+    for &n in sizes {
         let (params, demand, credits) = karma_instance(n, 10, SEED);
         configure(&mut group, n);
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-            b.iter(|| {
-                black_box(
-                    karma::batched(black_box(&params), black_box(&demand), black_box(&credits))
-                        .expect("batched quantum"),
-                )
-            })
+            b.iter(|| black_box(quantum(black_box(&params), black_box(&demand), black_box(&credits)).expect("quantum")))
         });
     }
     group.finish();
+}
+
+/// One quantum of batched Karma as the pool grows (fair share 10).
+fn karma_batched(c: &mut Criterion) {
+    karma_by_size(c, "karma_batched", karma::batched, &[10, 1_000, 10_000, 100_000, 1_000_000, 3_000_000]);
 }
 
 /// The oracle and the threshold search on the same pool: 10,000 users, fair share 100.
@@ -70,21 +74,7 @@ fn karma_literal_vs_batched(c: &mut Criterion) {
 
 /// The literal slice-by-slice loop on small pools (fair share 10).
 fn karma_literal(c: &mut Criterion) {
-    let mut group = c.benchmark_group("karma_literal");
-    for n in [10, 1_000] {
-        let (params, demand, credits) = karma_instance(n, 10, SEED);
-        configure(&mut group, n);
-        group.throughput(Throughput::Elements(n as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-            b.iter(|| {
-                black_box(
-                    karma::literal(black_box(&params), black_box(&demand), black_box(&credits))
-                        .expect("literal quantum"),
-                )
-            })
-        });
-    }
-    group.finish();
+    karma_by_size(c, "karma_literal", karma::literal, &[10, 1_000]);
 }
 
 /// Weighted max-min water-filling by binary search on the level (fair share 10).

@@ -33,6 +33,8 @@ pub mod error_code {
     pub const CREDIT: u64 = 4;
     /// Fair share or pool size at or above 2^31.
     pub const CAPACITY: u64 = 5;
+    /// A mode other than 0, 1, 2.
+    pub const MODE: u64 = 6;
 }
 
 /// FSM states.
@@ -421,6 +423,9 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                         self.done_flag.d.next = true;
                     } else if self.fair.val() >= self.limit.val() {
                         self.err_code.d.next = 5.into();
+                        self.done_flag.d.next = true;
+                    } else if self.mode.val() == 3 {
+                        self.err_code.d.next = 6.into();
                         self.done_flag.d.next = true;
                     } else {
                         self.state.d.next = Phase::LoadWait;

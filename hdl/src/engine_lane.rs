@@ -35,7 +35,7 @@ pub mod kind {
 pub mod lane_error {
     /// A demand at or above 2^31.
     pub const DEMAND: u64 = 1;
-    /// A balance that could reach 2^31 this quantum.
+    /// A balance at or above 2^31, or one that could reach it this quantum (Karma).
     pub const CREDIT: u64 = 2;
 }
 
@@ -306,7 +306,13 @@ impl<const A: usize> Logic for EngineLane<A> {
                     }
                 }
             }
-            if (self.c1.val() >= self.limit.val()) | (self.c1.val() + self.new_run.val() >= self.limit.val()) {
+            // The stored balance must be below 2^31 (so `c1` cannot wrap), and so must
+            // every balance this quantum can produce: `c1`, and a donor's `c1` plus
+            // everything it could earn. Borrowers only lose credits.
+            if (self.credit_ram.read_data.val() >= self.limit.val())
+                | (self.c1.val() >= self.limit.val())
+                | ((self.new_kind.val() == 2) & (self.c1.val() + self.new_run.val() >= self.limit.val()))
+            {
                 self.credit_error.next = true;
             }
         } else if self.mode.val() == 1 {

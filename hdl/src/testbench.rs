@@ -25,9 +25,11 @@ pub struct EngineError(pub u32);
 /// Drives an [`Engine`] with `P` lanes and `2^A` rows.
 pub struct EngineSim<const P: usize, const A: usize> {
     uut: Box<Engine<P, A>>,
-    /// Insert a cycle with `out_ready` low before every accepted result beat, and one
-    /// with `in_valid` low before every demand beat (exercises back-pressure).
-    pub stall: bool,
+    /// 0: the streams never stall. Otherwise the seed of a xorshift64 sequence that,
+    /// every cycle, drops `in_valid` and `out_ready` each with probability 1/4 (the C++
+    /// Verilator testbench draws the same sequence). While `out_ready` is low the result
+    /// beat must hold still; the driver asserts that it does.
+    pub stall_seed: u64,
 }
 
 impl<const P: usize, const A: usize> Default for EngineSim<P, A> {
@@ -41,7 +43,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
     pub fn new() -> Self {
         let mut uut = Box::new(Engine::<P, A>::new());
         uut.connect_all();
-        let mut sim = EngineSim { uut, stall: false };
+        let mut sim = EngineSim { uut, stall_seed: 0 };
         sim.settle();
         sim
     }
@@ -117,36 +119,54 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         let mut row = 0;
         let mut alloc = Vec::with_capacity(n);
         let mut credits = Vec::with_capacity(n);
-        let mut stalled = false;
+        let mut rng = self.stall_seed;
+        let mut draw = move || {
+            if rng == 0 {
+                return true;
+            }
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng & 3 != 0
+        };
+        let mut held: Option<(Vec<u64>, Vec<u64>)> = None;
         for _ in 0..100_000_000u64 {
             if !self.uut.busy.val() {
                 break;
             }
+            let (in_active, out_active) = (draw(), draw());
             // Demand beats, in order.
-            // With `stall`, every other cycle neither offers a demand nor takes a result.
-            let active = !self.stall || stalled;
-            let offer = row < Self::rows(n) && active;
+            let offer = row < Self::rows(n) && in_active;
             self.uut.in_valid.next = offer;
             for lane in 0..P {
                 let d = if offer { demand.get(row * P + lane).copied().unwrap_or(0) } else { 0 };
                 self.uut.in_data[lane].next = (d as u64).into();
             }
-            let take = active;
-            self.uut.out_ready.next = take;
+            self.uut.out_ready.next = out_active;
             self.settle();
             let accepted_demand = offer && self.uut.in_ready.val();
-            if self.uut.out_valid.val() && take {
-                for lane in 0..P {
-                    if alloc.len() < n {
-                        alloc.push(self.uut.out_alloc[lane].val().to_u64() as u32);
-                        credits.push(self.uut.out_credit[lane].val().to_u64() as u32);
+            if self.uut.out_valid.val() {
+                let beat: (Vec<u64>, Vec<u64>) = (
+                    self.uut.out_alloc.iter().map(|s| s.val().to_u64()).collect(),
+                    self.uut.out_credit.iter().map(|s| s.val().to_u64()).collect(),
+                );
+                if let Some(h) = held.take() {
+                    assert_eq!(h, beat, "a result beat changed while out_ready was low");
+                }
+                if out_active {
+                    for lane in 0..P {
+                        if alloc.len() < n {
+                            alloc.push(beat.0[lane] as u32);
+                            credits.push(beat.1[lane] as u32);
+                        }
                     }
+                } else {
+                    held = Some(beat);
                 }
             }
             if accepted_demand {
                 row += 1;
             }
-            stalled = !stalled;
             self.tick();
         }
         self.uut.in_valid.next = false;

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{random_pool, random_quantum, software};
+use common::{cycles_without_search, random_pool, random_quantum, software};
 use fairshare_hdl::verilog::{engine_shell, engine_verilog};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -34,9 +34,9 @@ fn build<const P: usize, const A: usize>(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("top.v"), engine_verilog::<P, A>().unwrap()).unwrap();
     std::fs::write(dir.join("shell.v"), engine_shell::<P, A>()).unwrap();
     let lint = Command::new(verilator())
-        .args(["--lint-only", "--top-module", "top"])
+        .args(["--lint-only", "--top-module", "engine_shell"])
         .args(LINT_FLAGS)
-        .arg("top.v")
+        .args(["shell.v", "top.v"])
         .current_dir(dir)
         .output()
         .unwrap();
@@ -53,13 +53,14 @@ fn build<const P: usize, const A: usize>(dir: &Path) -> PathBuf {
     dir.join("obj/Vengine_shell")
 }
 
-/// Random sequences on the Verilator model of an engine with `P` lanes and `2^A` rows;
-/// returns the number of quanta compared.
-fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize) -> usize {
+/// Random sequences on the Verilator model of an engine with `P` lanes and `2^A` rows,
+/// every other one with random stalls (the RustHDL testbench's xorshift sequence);
+/// returns (quanta compared, unstalled quanta that ran a threshold search).
+fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize) -> (usize, usize) {
     let dir = tempfile::tempdir().unwrap();
     let exe = build::<P, A>(dir.path());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (mut script, mut expected) = (String::new(), Vec::new());
+    let (mut script, mut expected, mut no_search) = (String::new(), Vec::new(), Vec::new());
     for s in 0..sequences {
         let (n, f, g, start) = random_pool(&mut rng, P << A);
         let mut credits = vec![start; n];
@@ -69,12 +70,14 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
         expected.push("ok".to_string());
         for _ in 0..quanta {
             let (mode, demand) = random_quantum(&mut rng, n, f);
-            write!(script, "quantum {mode} {f} {g} {} {n}", s % 2).unwrap();
+            let stall_seed = if s % 2 == 1 { seed * 1_000_003 + s as u64 } else { 0 };
+            write!(script, "quantum {mode} {f} {g} {stall_seed} {n}").unwrap();
             demand.iter().for_each(|d| write!(script, " {d}").unwrap());
             script.push('\n');
             let (alloc, after) = software(mode, f, g, &credits, &demand);
             let pairs: Vec<String> = alloc.iter().zip(&after).map(|(a, c)| format!("{a} {c}")).collect();
             expected.push(format!("result 0 {}", pairs.join(" ")));
+            no_search.push((expected.len() - 1, stall_seed == 0, cycles_without_search(n, P)));
             credits = after;
         }
         writeln!(script, "read {n}").unwrap();
@@ -90,6 +93,12 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), expected.len(), "testbench answered {} of {} commands", lines.len(), expected.len());
     let mut compared = 0;
+    let searched = no_search
+        .iter()
+        .filter(|&&(line, unstalled, base)| {
+            unstalled && lines[line].split(' ').nth(2).and_then(|c| c.parse::<u32>().ok()).is_some_and(|c| c > base)
+        })
+        .count();
     for (i, (got, want)) in lines.iter().zip(&expected).enumerate() {
         // `result ERR CYCLES a0 c0 ...`: compare all but the cycle count.
         let got_fields: Vec<&str> = got.split(' ').collect();
@@ -101,12 +110,14 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
         };
         assert_eq!(&got_cmp, want, "line {i} of the Verilator run (P = {P}, A = {A})");
     }
-    compared
+    (compared, searched)
 }
 
 #[test]
 fn verilog_matches_software_n64_and_n1024() {
-    let small = cosimulate::<4, 4>(11, 700, 10); // up to 64 users
-    let large = cosimulate::<16, 6>(12, 100, 30); // up to 1,024 users
-    assert!(small + large >= 10_000, "{small} + {large} quanta");
+    let (small, small_searched) = cosimulate::<4, 4>(11, 700, 10); // up to 64 users
+    let (large, large_searched) = cosimulate::<16, 6>(12, 100, 30); // up to 1,024 users
+    assert_eq!(small + large, 10_000);
+    // Coverage: the search path ran in both shapes.
+    assert!(small_searched >= 200 && large_searched >= 100, "searched: {small_searched}, {large_searched}");
 }

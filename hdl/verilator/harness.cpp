@@ -3,8 +3,11 @@
 // (hdl/src/testbench.rs), and prints results on stdout:
 //   credits N c0 .. c{N-1}             write credits        -> "ok"
 //   read N                             read credits         -> "credits c0 ..."
-//   quantum MODE F G STALL N d0 ..     run one quantum      -> "result ERR CYCLES a0 c0 a1 c1 ..."
-// LANES is defined on the compiler command line.
+//   quantum MODE F G SEED N d0 ..      run one quantum      -> "result ERR CYCLES a0 c0 a1 c1 ..."
+// SEED 0: the streams never stall; otherwise the seed of the same xorshift64 sequence as
+// the RustHDL testbench, dropping in_valid and out_ready each with probability 1/4.
+// LANES is defined on the compiler command line; it must be at least 3 (the shell's
+// wide ports are then Verilator wide words, one 32-bit word per lane).
 #include "Vengine_shell.h"
 #include "verilated.h"
 #include <cstdio>
@@ -55,9 +58,17 @@ int main(int argc, char** argv) {
             }
             printf("\n");
         } else if (!strcmp(cmd, "quantum")) {
-            unsigned mode, f, g, stall;
+            unsigned mode, f, g;
+            unsigned long long rng;
             long n;
-            if (scanf("%u %u %u %u %ld", &mode, &f, &g, &stall, &n) != 5) return 2;
+            if (scanf("%u %u %u %llu %ld", &mode, &f, &g, &rng, &n) != 5) return 2;
+            auto draw = [&rng]() {
+                if (rng == 0) return true;
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                return (rng & 3) != 0;
+            };
             std::vector<unsigned> d(n);
             for (long i = 0; i < n; i++) if (scanf("%u", &d[i]) != 1) return 2;
             t->mode = mode;
@@ -72,19 +83,19 @@ int main(int argc, char** argv) {
             t->eval();
             long rows = (n + LANES - 1) / LANES, row = 0;
             std::vector<unsigned> alloc, credit;
-            bool stalled = false;
             for (long i = 0; i < 100000000L && t->busy; i++) {
-                bool active = !stall || stalled;
-                bool offer = row < rows && active;
+                bool in_active = draw();
+                bool out_active = draw();
+                bool offer = row < rows && in_active;
                 t->in_valid = offer;
                 for (int lane = 0; lane < LANES; lane++) {
                     long u = row * LANES + lane;
                     t->in_data[lane] = (offer && u < n) ? d[u] : 0;
                 }
-                t->out_ready = active;
+                t->out_ready = out_active;
                 t->eval();
                 bool accepted = offer && t->in_ready;
-                if (t->out_valid && active) {
+                if (t->out_valid && out_active) {
                     for (int lane = 0; lane < LANES; lane++) {
                         if ((long)alloc.size() < n) {
                             alloc.push_back(t->out_alloc[lane]);
@@ -93,7 +104,6 @@ int main(int argc, char** argv) {
                     }
                 }
                 if (accepted) row++;
-                stalled = !stalled;
                 tick();
             }
             t->in_valid = 0;

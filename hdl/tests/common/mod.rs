@@ -8,7 +8,9 @@ use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
 use rand::Rng;
 
 /// One quantum in the host library (`mode` 0 Karma, 1 max-min, 2 strict) with equal
-/// shares `f`, `g`, whole credits: (allocations, credits after).
+/// shares `f`, `g`, whole credits: (allocations, credits after), converted to the
+/// engine's 32-bit words only where they fit (a value that does not is a test failure,
+/// never a silent truncation).
 pub fn software(mode: u8, f: u32, g: u32, credits: &[u32], demand: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let n = demand.len();
     let cfg = PoolConfig::equal(n, f as u64, Alpha::new(g as u64, f as u64).unwrap(), 0).unwrap();
@@ -24,7 +26,8 @@ pub fn software(mode: u8, f: u32, g: u32, credits: &[u32], demand: &[u32]) -> (V
         1 => (maxmin::batched(&p.fair_share, p.capacity, &d), c),
         _ => (strict::allocate(&p.fair_share, &d), c),
     };
-    (alloc.iter().map(|&a| a as u32).collect(), after.iter().map(|c| c.floor_int() as u32).collect())
+    let word = |x: i64| u32::try_from(x).unwrap_or_else(|_| panic!("software value {x} does not fit 32 bits"));
+    (alloc.iter().map(|&a| word(a as i64)).collect(), after.iter().map(|c| word(c.floor_int())).collect())
 }
 
 /// A random pool: (n, f, g, initial credits).
@@ -62,4 +65,9 @@ pub fn random_quantum(rng: &mut impl Rng, n: usize, f: u32) -> (u8, Vec<u32>) {
         })
         .collect();
     (mode, demand)
+}
+
+/// Cycles of a quantum on `n` users and `p` lanes that needed no threshold search.
+pub fn cycles_without_search(n: usize, p: usize) -> u32 {
+    (4 * n.div_ceil(p) + 5) as u32
 }
