@@ -17,6 +17,7 @@
 
 use crate::engine_lane::EngineLane;
 use crate::lane::PROBES;
+use crate::search::SearchUnit;
 use rust_hdl::prelude::*;
 
 /// Status codes of the `error` output.
@@ -126,28 +127,14 @@ pub struct Engine<const P: usize, const A: usize> {
     lane_errors: DFF<Bits<2>>,
     acc_a: [DFF<Bits<32>>; PROBES],
     acc_b: [DFF<Bits<32>>; PROBES],
-    target_a: DFF<Bits<32>>,
-    target_b: DFF<Bits<32>>,
-    lo_a: DFF<Bits<32>>,
-    hi_a: DFF<Bits<32>>,
-    lo_count_a: DFF<Bits<32>>,
-    lo_b: DFF<Bits<32>>,
-    hi_b: DFF<Bits<32>>,
-    lo_count_b: DFF<Bits<32>>,
-    active_a: DFF<Bit>,
-    active_b: DFF<Bit>,
     rest_a: DFF<Bits<32>>,
     rest_b: DFF<Bits<32>>,
     pipe_valid: DFF<Bit>,
     done_flag: DFF<Bit>,
     err_code: DFF<Bits<4>>,
     cycle_count: DFF<Bits<32>>,
-    probe_a: [Signal<Local, Bits<32>>; PROBES],
-    probe_b: [Signal<Local, Bits<32>>; PROBES],
-    len_a: Signal<Local, Bits<32>>,
-    step_a: Signal<Local, Bits<32>>,
-    len_b: Signal<Local, Bits<32>>,
-    step_b: Signal<Local, Bits<32>>,
+    search_a: SearchUnit,
+    search_b: SearchUnit,
     supply: Signal<Local, Bits<32>>,
     borrow: Signal<Local, Bits<32>>,
     last_row: Signal<Local, Bit>,
@@ -206,28 +193,14 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             lane_errors: Default::default(),
             acc_a: Default::default(),
             acc_b: Default::default(),
-            target_a: Default::default(),
-            target_b: Default::default(),
-            lo_a: Default::default(),
-            hi_a: Default::default(),
-            lo_count_a: Default::default(),
-            lo_b: Default::default(),
-            hi_b: Default::default(),
-            lo_count_b: Default::default(),
-            active_a: Default::default(),
-            active_b: Default::default(),
             rest_a: Default::default(),
             rest_b: Default::default(),
             pipe_valid: Default::default(),
             done_flag: Default::default(),
             err_code: Default::default(),
             cycle_count: Default::default(),
-            probe_a: Default::default(),
-            probe_b: Default::default(),
-            len_a: Default::default(),
-            step_a: Default::default(),
-            len_b: Default::default(),
-            step_b: Default::default(),
+            search_a: Default::default(),
+            search_b: Default::default(),
             supply: Default::default(),
             borrow: Default::default(),
             last_row: Default::default(),
@@ -257,16 +230,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             capacity,
             shared,
             lane_errors,
-            target_a,
-            target_b,
-            lo_a,
-            hi_a,
-            lo_count_a,
-            lo_b,
-            hi_b,
-            lo_count_b,
-            active_a,
-            active_b,
             rest_a,
             rest_b,
             pipe_valid,
@@ -280,40 +243,24 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.acc_a[j].d.next = self.acc_a[j].q.val();
             self.acc_b[j].d.next = self.acc_b[j].q.val();
         }
-        // Probes: lo + k * max((hi - lo) / 4, 1), k = 1..3, clamped to hi.
-        self.len_a.next = self.hi_a.q.val() - self.lo_a.q.val();
-        self.step_a.next = self.len_a.val() >> 2;
-        if self.step_a.val() == 0 {
-            self.step_a.next = 1.into();
-        }
-        self.len_b.next = self.hi_b.q.val() - self.lo_b.q.val();
-        self.step_b.next = self.len_b.val() >> 2;
-        if self.step_b.val() == 0 {
-            self.step_b.next = 1.into();
-        }
-        self.probe_a[0].next = self.hi_a.q.val();
-        self.probe_a[1].next = self.hi_a.q.val();
-        self.probe_a[2].next = self.hi_a.q.val();
-        if self.step_a.val() < self.len_a.val() {
-            self.probe_a[0].next = self.lo_a.q.val() + self.step_a.val();
-        }
-        if self.step_a.val() + self.step_a.val() < self.len_a.val() {
-            self.probe_a[1].next = self.lo_a.q.val() + self.step_a.val() + self.step_a.val();
-        }
-        if self.step_a.val() + self.step_a.val() + self.step_a.val() < self.len_a.val() {
-            self.probe_a[2].next = self.lo_a.q.val() + self.step_a.val() + self.step_a.val() + self.step_a.val();
-        }
-        self.probe_b[0].next = self.hi_b.q.val();
-        self.probe_b[1].next = self.hi_b.q.val();
-        self.probe_b[2].next = self.hi_b.q.val();
-        if self.step_b.val() < self.len_b.val() {
-            self.probe_b[0].next = self.lo_b.q.val() + self.step_b.val();
-        }
-        if self.step_b.val() + self.step_b.val() < self.len_b.val() {
-            self.probe_b[1].next = self.lo_b.q.val() + self.step_b.val() + self.step_b.val();
-        }
-        if self.step_b.val() + self.step_b.val() + self.step_b.val() < self.len_b.val() {
-            self.probe_b[2].next = self.lo_b.q.val() + self.step_b.val() + self.step_b.val() + self.step_b.val();
+        // The two threshold searches: pulses from the FSM, counts from the accumulators.
+        self.search_a.clock.next = self.clock.val();
+        self.search_b.clock.next = self.clock.val();
+        self.search_a.load_target.next = false;
+        self.search_b.load_target.next = false;
+        self.search_a.init.next = false;
+        self.search_b.init.next = false;
+        self.search_a.update.next = false;
+        self.search_b.update.next = false;
+        self.search_a.check.next = false;
+        self.search_b.check.next = false;
+        self.search_a.target.next = 0.into();
+        self.search_b.target.next = 0.into();
+        self.search_a.total.next = self.total_a.q.val();
+        self.search_b.total.next = self.total_b.q.val();
+        for j in 0..PROBES {
+            self.search_a.count[j].next = self.acc_a[j].q.val();
+            self.search_b.count[j].next = self.acc_b[j].q.val();
         }
         self.last_row.next = self.user_base.q.val() + self.lane_count.val() >= self.cfg_n.q.val();
 
@@ -334,12 +281,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].fair.next = self.cfg_fair.q.val();
             self.lanes[i].guaranteed.next = self.cfg_guaranteed.q.val();
             self.lanes[i].free.next = self.cfg_fair.q.val() - self.cfg_guaranteed.q.val();
-            self.lanes[i].probe_a0.next = self.probe_a[0].val();
-            self.lanes[i].probe_b0.next = self.probe_b[0].val();
-            self.lanes[i].probe_a1.next = self.probe_a[1].val();
-            self.lanes[i].probe_b1.next = self.probe_b[1].val();
-            self.lanes[i].probe_a2.next = self.probe_a[2].val();
-            self.lanes[i].probe_b2.next = self.probe_b[2].val();
+            self.lanes[i].probe_a0.next = self.search_a.probe[0].val();
+            self.lanes[i].probe_b0.next = self.search_b.probe[0].val();
+            self.lanes[i].probe_a1.next = self.search_a.probe[1].val();
+            self.lanes[i].probe_b1.next = self.search_b.probe[1].val();
+            self.lanes[i].probe_a2.next = self.search_a.probe[2].val();
+            self.lanes[i].probe_b2.next = self.search_b.probe[2].val();
             self.out_alloc[i].next = self.lanes[i].alloc.val();
             self.out_credit[i].next = self.lanes[i].credit.val();
             self.credit_rdata[i].next = self.lanes[i].credit_now.val();
@@ -390,6 +337,21 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.borrow.next = self.total_a.q.val();
         if self.supply.val() < self.total_a.q.val() {
             self.borrow.next = self.supply.val();
+        }
+
+        // SEARCH: the row read last cycle (valid from the second cycle of a pass, and in
+        // the drain cycle after the last row) adds its counts to the accumulators.
+        if ((self.state.q.val() == Phase::SearchRun) & self.pipe_valid.q.val())
+            | (self.state.q.val() == Phase::SearchDrain)
+        {
+            for i in (P - 1)..P {
+                self.acc_a[0].d.next = self.lanes[i].count_a_out0.val();
+                self.acc_b[0].d.next = self.lanes[i].count_b_out0.val();
+                self.acc_a[1].d.next = self.lanes[i].count_a_out1.val();
+                self.acc_b[1].d.next = self.lanes[i].count_b_out1.val();
+                self.acc_a[2].d.next = self.lanes[i].count_a_out2.val();
+                self.acc_b[2].d.next = self.lanes[i].count_b_out2.val();
+            }
         }
 
         match self.state.q.val() {
@@ -461,20 +423,20 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 }
             }
             Phase::Plan => {
-                self.target_a.d.next = 0.into();
-                self.target_b.d.next = 0.into();
+                self.search_a.load_target.next = true;
+                self.search_b.load_target.next = true;
                 self.state.d.next = Phase::Init;
                 if self.cfg_mode.q.val() == 0 {
-                    self.target_a.d.next = self.borrow.val();
-                    self.target_b.d.next = self.total_b.q.val();
+                    self.search_a.target.next = self.borrow.val();
+                    self.search_b.target.next = self.total_b.q.val();
                     if self.borrow.val() < self.total_b.q.val() {
-                        self.target_b.d.next = self.borrow.val();
+                        self.search_b.target.next = self.borrow.val();
                     }
                 }
                 if self.cfg_mode.q.val() == 1 {
-                    self.target_b.d.next = self.total_b.q.val();
+                    self.search_b.target.next = self.total_b.q.val();
                     if self.capacity.q.val() < self.total_b.q.val() {
-                        self.target_b.d.next = self.capacity.q.val();
+                        self.search_b.target.next = self.capacity.q.val();
                     }
                 }
                 if (self.cfg_mode.q.val() != 2) & (self.capacity.q.val() >= self.limit.val()) {
@@ -494,42 +456,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 }
             }
             Phase::Init => {
-                self.lo_a.d.next = 0.into();
-                self.hi_a.d.next = self.max.val();
-                self.lo_count_a.d.next = 0.into();
-                self.active_a.d.next = true;
-                if self.target_a.q.val() == 0 {
-                    self.active_a.d.next = false;
-                } else if self.target_a.q.val() == self.total_a.q.val() {
-                    self.lo_a.d.next = self.max.val();
-                    self.lo_count_a.d.next = self.total_a.q.val();
-                    self.active_a.d.next = false;
-                }
-                self.lo_b.d.next = 0.into();
-                self.hi_b.d.next = self.max.val();
-                self.lo_count_b.d.next = 0.into();
-                self.active_b.d.next = true;
-                if self.target_b.q.val() == 0 {
-                    self.active_b.d.next = false;
-                } else if self.target_b.q.val() == self.total_b.q.val() {
-                    self.lo_b.d.next = self.max.val();
-                    self.lo_count_b.d.next = self.total_b.q.val();
-                    self.active_b.d.next = false;
-                }
+                self.search_a.init.next = true;
+                self.search_b.init.next = true;
                 self.state.d.next = Phase::SearchCheck;
             }
             Phase::SearchRun => {
                 self.pipe_valid.d.next = true;
-                if self.pipe_valid.q.val() {
-                    for i in (P - 1)..P {
-                        self.acc_a[0].d.next = self.lanes[i].count_a_out0.val();
-                        self.acc_b[0].d.next = self.lanes[i].count_b_out0.val();
-                        self.acc_a[1].d.next = self.lanes[i].count_a_out1.val();
-                        self.acc_b[1].d.next = self.lanes[i].count_b_out1.val();
-                        self.acc_a[2].d.next = self.lanes[i].count_a_out2.val();
-                        self.acc_b[2].d.next = self.lanes[i].count_b_out2.val();
-                    }
-                }
                 if self.last_row.val() {
                     self.state.d.next = Phase::SearchDrain;
                 } else {
@@ -539,53 +471,11 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             }
             Phase::SearchDrain => {
                 self.pipe_valid.d.next = false;
-                for i in (P - 1)..P {
-                    self.acc_a[0].d.next = self.lanes[i].count_a_out0.val();
-                    self.acc_b[0].d.next = self.lanes[i].count_b_out0.val();
-                    self.acc_a[1].d.next = self.lanes[i].count_a_out1.val();
-                    self.acc_b[1].d.next = self.lanes[i].count_b_out1.val();
-                    self.acc_a[2].d.next = self.lanes[i].count_a_out2.val();
-                    self.acc_b[2].d.next = self.lanes[i].count_b_out2.val();
-                }
                 self.state.d.next = Phase::SearchUpdate;
             }
             Phase::SearchUpdate => {
-                // Counts grow with the probe: the last probe below the target is the new
-                // low end, the first at or above it the new high end.
-                if self.active_a.q.val() {
-                    for j in 0..PROBES {
-                        if self.acc_a[j].q.val() < self.target_a.q.val() {
-                            self.lo_a.d.next = self.probe_a[j].val();
-                            self.lo_count_a.d.next = self.acc_a[j].q.val();
-                        }
-                    }
-                    if self.acc_a[2].q.val() >= self.target_a.q.val() {
-                        self.hi_a.d.next = self.probe_a[2].val();
-                    }
-                    if self.acc_a[1].q.val() >= self.target_a.q.val() {
-                        self.hi_a.d.next = self.probe_a[1].val();
-                    }
-                    if self.acc_a[0].q.val() >= self.target_a.q.val() {
-                        self.hi_a.d.next = self.probe_a[0].val();
-                    }
-                }
-                if self.active_b.q.val() {
-                    for j in 0..PROBES {
-                        if self.acc_b[j].q.val() < self.target_b.q.val() {
-                            self.lo_b.d.next = self.probe_b[j].val();
-                            self.lo_count_b.d.next = self.acc_b[j].q.val();
-                        }
-                    }
-                    if self.acc_b[2].q.val() >= self.target_b.q.val() {
-                        self.hi_b.d.next = self.probe_b[2].val();
-                    }
-                    if self.acc_b[1].q.val() >= self.target_b.q.val() {
-                        self.hi_b.d.next = self.probe_b[1].val();
-                    }
-                    if self.acc_b[0].q.val() >= self.target_b.q.val() {
-                        self.hi_b.d.next = self.probe_b[0].val();
-                    }
-                }
+                self.search_a.update.next = true;
+                self.search_b.update.next = true;
                 self.state.d.next = Phase::SearchCheck;
             }
             Phase::SearchCheck => {
@@ -593,20 +483,20 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.acc_a[j].d.next = 0.into();
                     self.acc_b[j].d.next = 0.into();
                 }
-                self.active_a.d.next = self.active_a.q.val() & (self.len_a.val() > 1);
-                self.active_b.d.next = self.active_b.q.val() & (self.len_b.val() > 1);
+                self.search_a.check.next = true;
+                self.search_b.check.next = true;
                 self.row.d.next = 0.into();
                 self.user_base.d.next = 0.into();
                 self.pipe_valid.d.next = false;
-                if (self.active_a.q.val() & (self.len_a.val() > 1)) | (self.active_b.q.val() & (self.len_b.val() > 1)) {
+                if self.search_a.more.val() | self.search_b.more.val() {
                     self.state.d.next = Phase::SearchRun;
                 } else {
                     self.state.d.next = Phase::FinalStart;
                 }
             }
             Phase::FinalStart => {
-                self.rest_a.d.next = self.target_a.q.val() - self.lo_count_a.q.val();
-                self.rest_b.d.next = self.target_b.q.val() - self.lo_count_b.q.val();
+                self.rest_a.d.next = self.search_a.rest.val();
+                self.rest_b.d.next = self.search_b.rest.val();
                 self.state.d.next = Phase::FinalRead;
             }
             Phase::FinalRead => {
@@ -614,12 +504,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             }
             Phase::FinalEmit => {
                 for i in 0..P {
-                    self.lanes[i].probe_a0.next = self.lo_a.q.val();
-                    self.lanes[i].probe_b0.next = self.lo_b.q.val();
-                    self.lanes[i].probe_a1.next = self.lo_a.q.val();
-                    self.lanes[i].probe_b1.next = self.lo_b.q.val();
-                    self.lanes[i].probe_a2.next = self.lo_a.q.val();
-                    self.lanes[i].probe_b2.next = self.lo_b.q.val();
+                    self.lanes[i].probe_a0.next = self.search_a.threshold.val();
+                    self.lanes[i].probe_b0.next = self.search_b.threshold.val();
+                    self.lanes[i].probe_a1.next = self.search_a.threshold.val();
+                    self.lanes[i].probe_b1.next = self.search_b.threshold.val();
+                    self.lanes[i].probe_a2.next = self.search_a.threshold.val();
+                    self.lanes[i].probe_b2.next = self.search_b.threshold.val();
                 }
                 self.out_valid.next = true;
                 if self.out_ready.val() {

@@ -10,5 +10,6 @@ pub mod catalog;
 pub mod engine;
 pub mod engine_lane;
 pub mod lane;
+pub mod search;
 pub mod testbench;
 pub mod verilog;
