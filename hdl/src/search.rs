@@ -17,8 +17,13 @@ pub struct SearchUnit {
     pub target: Signal<In, Bits<32>>,
     /// Keys in all runs.
     pub total: Signal<In, Bits<32>>,
-    /// Start: the whole 32-bit key range, or no search when the target is 0 or all.
+    /// Start: the interval `(first, beyond]` of the keys that exist, or no search when
+    /// the target is 0 or all.
     pub init: Signal<In, Bit>,
+    /// The lowest key (no key lies below it).
+    pub first: Signal<In, Bits<32>>,
+    /// One past the highest key (every key lies below it).
+    pub beyond: Signal<In, Bits<32>>,
     /// Narrow the interval from `count` (keys below each probe, after a pass).
     pub update: Signal<In, Bit>,
     /// Decide whether another pass is needed (refreshes `active`).
@@ -52,6 +57,8 @@ impl Default for SearchUnit {
             target: Default::default(),
             total: Default::default(),
             init: Default::default(),
+            first: Default::default(),
+            beyond: Default::default(),
             update: Default::default(),
             check: Default::default(),
             count: Default::default(),
@@ -101,8 +108,8 @@ impl Logic for SearchUnit {
             self.total_r.d.next = self.total.val();
         }
         if self.init.val() {
-            self.lo.d.next = 0.into();
-            self.hi.d.next = self.max.val();
+            self.lo.d.next = self.first.val();
+            self.hi.d.next = self.beyond.val();
             self.lo_count.d.next = 0.into();
             self.active.d.next = true;
             if self.target_r.q.val() == 0 {
