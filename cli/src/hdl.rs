@@ -4,9 +4,7 @@
 
 use crate::output::{table, write_atomically};
 use crate::CliError;
-use fairshare::policy::karma;
-use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
-use fairshare_hdl::catalog;
+use fairshare_hdl::{catalog, oracle};
 use std::path::Path;
 
 /// Writes the Verilog of the engine shape for `users` and `lanes` to `out`, and its
@@ -39,7 +37,6 @@ pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) 
     }
     let mut engine = catalog::engine(lanes, users).map_err(CliError::Usage)?;
     let (f, g) = (10u32, 5u32);
-    let params = KarmaParams::from_config(&PoolConfig::equal(users, f as u64, Alpha::new(1, 2)?, 0)?)?;
     let mut credits = vec![1_000u32; users];
     engine.write_credits(&credits);
     let demands = fairshare_sim::workload::bursty(users, quanta, f as u64, seed);
@@ -49,12 +46,9 @@ pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) 
         let got = engine
             .quantum(0, f, g, &demand)
             .map_err(|e| CliError::Io(format!("quantum {q}: the engine stopped with error code {}", e.0)))?;
-        let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_raw((x as i64) << 16)).collect();
-        let d64: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
-        let want = karma::batched(&params, &d64, &c)?;
-        let want_credits: Vec<u32> = want.credits.iter().map(|c| c.floor_int() as u32).collect();
-        let want_alloc: Vec<u32> = want.alloc.iter().map(|&a| a as u32).collect();
-        if got.alloc != want_alloc || got.credits != want_credits {
+        let want =
+            oracle::expected(0, f, g, &credits, &demand).map_err(|e| CliError::Io(format!("quantum {q}: {e}")))?;
+        if (&got.alloc, &got.credits) != (&want.0, &want.1) {
             return Err(CliError::Io(format!("quantum {q}: the engine's result differs from the software")));
         }
         credits = got.credits;

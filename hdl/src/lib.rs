@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod engine;
 pub mod engine_lane;
 pub mod lane;
+pub mod oracle;
 pub mod search;
 pub mod testbench;
 pub mod verilog;

@@ -180,9 +180,4 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         assert_eq!(alloc.len(), n, "engine emitted {} results for {n} users", alloc.len());
         Ok(EngineResult { alloc, credits, cycles: self.uut.cycles.val().to_u64() as u32 })
     }
-
-    /// The engine as a block (for Verilog export).
-    pub fn block(&self) -> &Engine<P, A> {
-        &self.uut
-    }
 }

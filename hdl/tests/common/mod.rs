@@ -3,31 +3,11 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-use fairshare::policy::{karma, maxmin, strict};
-use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
 use rand::Rng;
 
-/// One quantum in the host library (`mode` 0 Karma, 1 max-min, 2 strict) with equal
-/// shares `f`, `g`, whole credits: (allocations, credits after), converted to the
-/// engine's 32-bit words only where they fit (a value that does not is a test failure,
-/// never a silent truncation).
+/// The software result in the engine's units (see `fairshare_hdl::oracle`).
 pub fn software(mode: u8, f: u32, g: u32, credits: &[u32], demand: &[u32]) -> (Vec<u32>, Vec<u32>) {
-    let n = demand.len();
-    let cfg = PoolConfig::equal(n, f as u64, Alpha::new(g as u64, f as u64).unwrap(), 0).unwrap();
-    let p = KarmaParams::from_config(&cfg).unwrap();
-    assert_eq!(p.guaranteed[0], g as u64);
-    let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
-    let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_int(x as i64).unwrap()).collect();
-    let (alloc, after) = match mode {
-        0 => {
-            let out = karma::batched(&p, &d, &c).unwrap();
-            (out.alloc, out.credits)
-        }
-        1 => (maxmin::batched(&p.fair_share, p.capacity, &d), c),
-        _ => (strict::allocate(&p.fair_share, &d), c),
-    };
-    let word = |x: i64| u32::try_from(x).unwrap_or_else(|_| panic!("software value {x} does not fit 32 bits"));
-    (alloc.iter().map(|&a| word(a as i64)).collect(), after.iter().map(|c| word(c.floor_int())).collect())
+    fairshare_hdl::oracle::expected(mode, f, g, credits, demand).unwrap()
 }
 
 /// A random pool: (n, f, g, initial credits).

@@ -1,0 +1,39 @@
+//! What the engine must compute: one quantum of the software policies of `host-lib`,
+//! expressed in the engine's units (equal shares, whole credits in 32-bit words). The
+//! engine's tests, `fairshare hdl cycles` and the `rtl-sim` checks all compare against
+//! this one function.
+
+use crate::engine_lane::mode;
+use fairshare::policy::{karma, maxmin, strict};
+use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
+
+/// Allocations and credits after the quantum, per user, for `mode` (see
+/// [`mode`]), fair share `fair`, guaranteed share `guaranteed` and the credits before.
+/// An error names what does not fit the engine's units (never a silent truncation).
+pub fn expected(
+    quantum_mode: u8,
+    fair: u32,
+    guaranteed: u32,
+    credits: &[u32],
+    demand: &[u32],
+) -> Result<(Vec<u32>, Vec<u32>), String> {
+    let alpha = Alpha::new(guaranteed as u64, fair as u64).map_err(|e| e.to_string())?;
+    let config = PoolConfig::equal(demand.len(), fair as u64, alpha, 0).map_err(|e| e.to_string())?;
+    let params = KarmaParams::from_config(&config).map_err(|e| e.to_string())?;
+    let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
+    let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_raw((x as i64) << 16)).collect();
+    let (alloc, after) = match quantum_mode as u64 {
+        mode::KARMA => {
+            let out = karma::batched(&params, &d, &c).map_err(|e| e.to_string())?;
+            (out.alloc, out.credits)
+        }
+        mode::MAXMIN => (maxmin::batched(&params.fair_share, params.capacity, &d), c),
+        mode::STRICT => (strict::allocate(&params.fair_share, &d), c),
+        other => return Err(format!("mode {other} is not a policy")),
+    };
+    let word = |x: i64| u32::try_from(x).map_err(|_| format!("software value {x} does not fit 32 bits"));
+    Ok((
+        alloc.iter().map(|&a| word(a as i64)).collect::<Result<_, _>>()?,
+        after.iter().map(|c| word(c.floor_int())).collect::<Result<_, _>>()?,
+    ))
+}
