@@ -20,23 +20,9 @@ use crate::lane::PROBES;
 use crate::search::SearchUnit;
 use rust_hdl::prelude::*;
 
-/// Status codes of the `error` output.
-pub mod error_code {
-    /// No error.
-    pub const NONE: u64 = 0;
-    /// `n_users` is 0 or above `P x 2^A`.
-    pub const USERS: u64 = 1;
-    /// Guaranteed share above the fair share.
-    pub const GUARANTEED: u64 = 2;
-    /// A demand at or above 2^31 (wider than the data path).
-    pub const DEMAND: u64 = 3;
-    /// A balance at or above 2^31, or one that could reach it this quantum.
-    pub const CREDIT: u64 = 4;
-    /// Fair share or pool size at or above 2^31.
-    pub const CAPACITY: u64 = 5;
-    /// A mode other than 0, 1, 2.
-    pub const MODE: u64 = 6;
-}
+/// Status codes of the `error` output: the device ABI's (`fairshare_driver::abi::status`);
+/// the engine's tests check that the block reports exactly these.
+pub use fairshare_driver::abi::status as error_code;
 
 /// FSM states.
 #[derive(Copy, Clone, PartialEq, Debug, LogicState)]

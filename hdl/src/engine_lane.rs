@@ -11,15 +11,8 @@
 use crate::lane::CountLane;
 use rust_hdl::prelude::*;
 
-/// Mode register values.
-pub mod mode {
-    /// Karma, Algorithm 1 (equal shares).
-    pub const KARMA: u64 = 0;
-    /// Periodic max-min (equal shares).
-    pub const MAXMIN: u64 = 1;
-    /// Strict partitioning.
-    pub const STRICT: u64 = 2;
-}
+/// Modes of the `mode` input: the device ABI's (`fairshare_driver::abi::mode`).
+pub use fairshare_driver::abi::mode;
 
 /// Which search a user's run belongs to.
 pub mod kind {

@@ -76,21 +76,21 @@ fn bad_configurations_set_an_error_and_change_nothing() {
     use fairshare_hdl::engine::error_code;
     let mut e = EngineSim::<4, 2>::new();
     e.write_credits(&[5, 6, 7]);
-    assert_eq!(e.quantum(0, 2, 1, &[]).unwrap_err().0 as u64, error_code::USERS);
-    assert_eq!(e.quantum(0, 2, 1, &[1; 17]).unwrap_err().0 as u64, error_code::USERS);
-    assert_eq!(e.quantum(0, 2, 3, &[1, 1, 1]).unwrap_err().0 as u64, error_code::GUARANTEED);
-    assert_eq!(e.quantum(0, 2, 1, &[1, 0x8000_0000, 1]).unwrap_err().0 as u64, error_code::DEMAND);
-    assert_eq!(e.quantum(1, 0x8000_0000, 1, &[1, 1, 1]).unwrap_err().0 as u64, error_code::CAPACITY);
-    assert_eq!(e.quantum(0, 0x3000_0000, 0, &[1, 1, 1]).unwrap_err().0 as u64, error_code::CAPACITY);
+    assert_eq!(e.quantum(0, 2, 1, &[]).unwrap_err().0, error_code::USERS);
+    assert_eq!(e.quantum(0, 2, 1, &[1; 17]).unwrap_err().0, error_code::USERS);
+    assert_eq!(e.quantum(0, 2, 3, &[1, 1, 1]).unwrap_err().0, error_code::GUARANTEED);
+    assert_eq!(e.quantum(0, 2, 1, &[1, 0x8000_0000, 1]).unwrap_err().0, error_code::DEMAND);
+    assert_eq!(e.quantum(1, 0x8000_0000, 1, &[1, 1, 1]).unwrap_err().0, error_code::CAPACITY);
+    assert_eq!(e.quantum(0, 0x3000_0000, 0, &[1, 1, 1]).unwrap_err().0, error_code::CAPACITY);
     assert_eq!(e.read_credits(3), vec![5, 6, 7]);
     e.write_credits(&[0x7FFF_FFFF, 6, 7]);
-    assert_eq!(e.quantum(0, 2, 1, &[0, 3, 3]).unwrap_err().0 as u64, error_code::CREDIT);
+    assert_eq!(e.quantum(0, 2, 1, &[0, 3, 3]).unwrap_err().0, error_code::CREDIT);
     assert_eq!(e.read_credits(3), vec![0x7FFF_FFFF, 6, 7]);
     // A stored balance near 2^32 would wrap when the free credits are added: refused.
     e.write_credits(&[0xFFFF_FFFF, 6, 7]);
-    assert_eq!(e.quantum(0, 2, 1, &[2, 0, 0]).unwrap_err().0 as u64, error_code::CREDIT);
+    assert_eq!(e.quantum(0, 2, 1, &[2, 0, 0]).unwrap_err().0, error_code::CREDIT);
     assert_eq!(e.read_credits(3), vec![0xFFFF_FFFF, 6, 7]);
-    assert_eq!(e.quantum(3, 2, 1, &[1, 1, 1]).unwrap_err().0 as u64, error_code::MODE);
+    assert_eq!(e.quantum(3, 2, 1, &[1, 1, 1]).unwrap_err().0, error_code::MODE);
     // And it still works afterwards.
     e.write_credits(&[6, 6, 6]);
     assert_eq!(e.quantum(0, 2, 1, &[3, 2, 1]).unwrap().alloc, vec![3, 2, 1]);

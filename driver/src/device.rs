@@ -1,0 +1,355 @@
+//! A fairshare device reached through two mapped regions, BAR0 and a DMA buffer,
+//! whatever provides them (VFIO or the emulator's shared-memory file): identification,
+//! the doorbell / completion protocol of [`crate::abi`] with sequence numbers and
+//! timeouts, and credit checkpoint and restore through the registers.
+
+use crate::abi::{self, Completion};
+use crate::mmio::{barrier, OutOfBounds, Region};
+use std::time::{Duration, Instant};
+
+/// Where the demand, result and completion buffers sit in the DMA region of a device
+/// that holds `max_users` users (each 64-byte aligned; the total rounded to pages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DmaLayout {
+    /// Offset of the demand buffer.
+    pub demand: usize,
+    /// Offset of the result buffer.
+    pub result: usize,
+    /// Offset of the completion record.
+    pub completion: usize,
+    /// Bytes of the DMA region.
+    pub total: usize,
+}
+
+impl DmaLayout {
+    /// The layout for `max_users` users.
+    pub fn for_users(max_users: usize) -> DmaLayout {
+        let align = |x: usize, a: usize| x.div_ceil(a) * a;
+        let result = align(max_users * abi::DEMAND_BYTES, 64);
+        let completion = align(result + max_users * abi::RESULT_ENTRY_BYTES, 64);
+        DmaLayout { demand: 0, result, completion, total: align(completion + abi::COMPLETION_BYTES, 4096) }
+    }
+}
+
+/// What the device told us it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// `MAX_USERS`.
+    pub max_users: usize,
+    /// `CAPS.lanes`.
+    pub lanes: usize,
+    /// `CAPS.credit_bits`.
+    pub credit_bits: u32,
+    /// `CAPS.modes` (bit `m` for mode `m`).
+    pub modes: u32,
+    /// `CAPS.weighted`.
+    pub weighted: bool,
+}
+
+/// Why a device cannot be used at all (at open time).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The host has no VFIO.
+    #[error("{path} does not exist: this machine has no VFIO (load it with `modprobe vfio-pci` and bind the device to vfio-pci), or use --backend software or emulator:PATH")]
+    NoVfio {
+        /// The missing path.
+        path: String,
+    },
+    /// The address is not a PCI address or sysfs path.
+    #[error("`{0}` is not a PCI address: use DDDD:BB:DD.F (as `lspci -D` prints it) or a /sys/bus/pci/devices path")]
+    BadAddress(String),
+    /// No device at that address, or no IOMMU group.
+    #[error("{0}")]
+    NotFound(String),
+    /// The OS refused access.
+    #[error("permission denied opening {path}: run as root or give your user access to the VFIO group device")]
+    Permission {
+        /// What was refused.
+        path: String,
+    },
+    /// BAR0 cannot be used.
+    #[error("BAR0 {0}: is this a fairshare device with the bitstream loaded?")]
+    Bar(String),
+    /// Identification failed.
+    #[error("{what}: found 0x{found:08X}, expected 0x{expected:08X}; {hint}")]
+    Identity {
+        /// Which register.
+        what: &'static str,
+        /// What it read.
+        found: u32,
+        /// What it should read.
+        expected: u32,
+        /// What to do.
+        hint: &'static str,
+    },
+    /// Some other I/O failure, with context.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Why a quantum or credit operation on an open device failed. The caller (the offload
+/// backend) treats every one as a reason to stop using the device.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceFault {
+    /// No completion in time.
+    #[error("{what}: no completion within {after:?}")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// How long.
+        after: Duration,
+    },
+    /// The completion carried another sequence number.
+    #[error("completion with sequence number {got}, expected {expected}")]
+    Sequence {
+        /// The doorbell's.
+        expected: u32,
+        /// The completion's.
+        got: u32,
+    },
+    /// The device refused the quantum with a status code.
+    #[error("the device refused the quantum: status code {code} ({})", abi::status::describe(*code))]
+    Refused {
+        /// `STATUS.error`.
+        code: u32,
+    },
+    /// The request does not fit the device (more users than `MAX_USERS`, ...).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A buffer access outside the mapping.
+    #[error(transparent)]
+    Bounds(#[from] OutOfBounds),
+}
+
+/// Results of one quantum, per user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuantumOutput {
+    /// Allocations.
+    pub alloc: Vec<u32>,
+    /// Credits after the quantum.
+    pub credits: Vec<u32>,
+    /// `CYCLES` reported in the completion record.
+    pub cycles: u32,
+}
+
+/// An open device.
+pub struct Device {
+    bar: Region,
+    dma: Region,
+    iova: u64,
+    layout: DmaLayout,
+    info: DeviceInfo,
+    seq: u32,
+    tag: u32,
+    /// How long to wait for a completion or a credit acknowledgement.
+    pub timeout: Duration,
+    label: String,
+    _owner: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl Device {
+    /// Attaches to a device whose BAR0 and DMA region are mapped: checks `MAGIC` and
+    /// the ABI major version, reads the capabilities and programs the buffer addresses
+    /// (`iova` is the bus address of the DMA region's first byte). `owner` keeps
+    /// whatever must outlive the mappings (VFIO container and device).
+    pub fn attach(
+        bar: Region,
+        dma: Region,
+        iova: u64,
+        label: String,
+        owner: Option<Box<dyn std::any::Any + Send>>,
+    ) -> Result<Device, OpenError> {
+        let bad_bar = |e: OutOfBounds| OpenError::Bar(e.to_string());
+        if bar.len() < abi::BAR_BYTES {
+            return Err(OpenError::Bar(format!("has {} bytes, the register map needs {}", bar.len(), abi::BAR_BYTES)));
+        }
+        let magic = bar.read32(abi::MAGIC.offset as usize).map_err(bad_bar)?;
+        if magic != abi::MAGIC_VALUE {
+            return Err(OpenError::Identity {
+                what: "MAGIC",
+                found: magic,
+                expected: abi::MAGIC_VALUE,
+                hint: "this is not a fairshare device (or its emulator is not serving this file yet)",
+            });
+        }
+        let version = bar.read32(abi::VERSION.offset as usize).map_err(bad_bar)?;
+        if version >> 16 != abi::VERSION_MAJOR {
+            return Err(OpenError::Identity {
+                what: "VERSION",
+                found: version,
+                expected: abi::VERSION_VALUE,
+                hint: "the device speaks another major ABI version: update the host or the bitstream",
+            });
+        }
+        let caps = bar.read32(abi::CAPS.offset as usize).map_err(bad_bar)?;
+        let info = DeviceInfo {
+            max_users: bar.read32(abi::MAX_USERS.offset as usize).map_err(bad_bar)? as usize,
+            lanes: abi::CAPS_LANES.get(caps) as usize,
+            credit_bits: abi::CAPS_CREDIT_BITS.get(caps),
+            modes: abi::CAPS_MODES.get(caps),
+            weighted: abi::CAPS_WEIGHTED.get(caps) == 1,
+        };
+        if info.lanes == 0 || info.lanes > abi::MAX_LANES {
+            return Err(OpenError::Bar(format!("reports {} lanes (1 to {} supported)", info.lanes, abi::MAX_LANES)));
+        }
+        let layout = DmaLayout::for_users(info.max_users);
+        if dma.len() < layout.total {
+            return Err(OpenError::Bar(format!(
+                "the DMA region has {} bytes, {} users need {}",
+                dma.len(),
+                info.max_users,
+                layout.total
+            )));
+        }
+        let seq = bar.read32(abi::SEQ_DONE.offset as usize).map_err(bad_bar)?;
+        let tag = abi::CREDIT_CMD_TAG.get(bar.read32(abi::CREDIT_ACK.offset as usize).map_err(bad_bar)?);
+        let dev =
+            Device { bar, dma, iova, layout, info, seq, tag, timeout: Duration::from_secs(2), label, _owner: owner };
+        for (lo, hi, off) in [
+            (abi::DEMAND_ADDR_LO, abi::DEMAND_ADDR_HI, dev.layout.demand),
+            (abi::RESULT_ADDR_LO, abi::RESULT_ADDR_HI, dev.layout.result),
+            (abi::COMPLETION_ADDR_LO, abi::COMPLETION_ADDR_HI, dev.layout.completion),
+        ] {
+            let addr = dev.iova + off as u64;
+            dev.reg_write(lo.offset, addr as u32).map_err(bad_bar)?;
+            dev.reg_write(hi.offset, (addr >> 32) as u32).map_err(bad_bar)?;
+        }
+        Ok(dev)
+    }
+
+    fn reg_write(&self, offset: u32, value: u32) -> Result<(), OutOfBounds> {
+        self.bar.write32(offset as usize, value)
+    }
+
+    fn reg_read(&self, offset: u32) -> Result<u32, OutOfBounds> {
+        self.bar.read32(offset as usize)
+    }
+
+    /// The capabilities read at attach time.
+    pub fn info(&self) -> DeviceInfo {
+        self.info
+    }
+
+    /// Where the device is (`emulator:PATH`, `vfio:ADDR`).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Runs one quantum: demands into the DMA buffer, configuration, doorbell with the
+    /// next sequence number, completion polled with the timeout, results read back.
+    pub fn quantum(
+        &mut self,
+        mode: u32,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<QuantumOutput, DeviceFault> {
+        let n = demand.len();
+        if n == 0 || n > self.info.max_users {
+            return Err(DeviceFault::Unsupported(format!("{n} users: the device holds 1 to {}", self.info.max_users)));
+        }
+        if self.info.modes >> mode & 1 == 0 {
+            return Err(DeviceFault::Unsupported(format!("the device does not support mode {mode}")));
+        }
+        let seq = self.seq.wrapping_add(1);
+        self.dma.write_words(self.layout.demand, demand)?;
+        // Poison the completion's sequence number so that only a fresh record matches.
+        self.dma.write32(self.layout.completion, !seq)?;
+        self.reg_write(abi::CONTROL.offset, abi::CONTROL_MODE.set(0, mode))?;
+        self.reg_write(abi::N_USERS.offset, n as u32)?;
+        self.reg_write(abi::FAIR_SHARE.offset, fair)?;
+        self.reg_write(abi::GUARANTEED.offset, guaranteed)?;
+        barrier();
+        self.reg_write(abi::DOORBELL.offset, seq)?;
+        self.seq = seq;
+        let start = Instant::now();
+        let mut spins = 0u32;
+        let got = loop {
+            let s = self.dma.read32(self.layout.completion)?;
+            if s != !seq {
+                break s;
+            }
+            if start.elapsed() > self.timeout {
+                return Err(DeviceFault::Timeout { what: format!("quantum {seq}"), after: self.timeout });
+            }
+            spins += 1;
+            if spins > 1000 {
+                std::thread::yield_now();
+            }
+        };
+        barrier();
+        let mut words = [0u32; abi::COMPLETION_BYTES / 4];
+        self.dma.read_words(self.layout.completion, &mut words)?;
+        let record = Completion { seq: got, status: words[1], cycles: words[2], quanta: words[3] };
+        if record.seq != seq {
+            return Err(DeviceFault::Sequence { expected: seq, got: record.seq });
+        }
+        let code = abi::STATUS_ERROR.get(record.status);
+        if code != abi::status::NONE {
+            return Err(DeviceFault::Refused { code });
+        }
+        let mut raw = vec![0u32; 2 * n];
+        self.dma.read_words(self.layout.result, &mut raw)?;
+        let (alloc, credits) = raw.chunks_exact(2).map(|e| (e[0], e[1])).unzip();
+        Ok(QuantumOutput { alloc, credits, cycles: record.cycles })
+    }
+
+    fn credit_command(&mut self, write: bool) -> Result<(), DeviceFault> {
+        self.tag = (self.tag + 1) & 0xFF_FFFF;
+        let cmd = abi::CREDIT_CMD_TAG.set(abi::CREDIT_CMD_WRITE.set(0, write as u32), self.tag);
+        barrier();
+        self.reg_write(abi::CREDIT_CMD.offset, cmd)?;
+        let start = Instant::now();
+        while self.reg_read(abi::CREDIT_ACK.offset)? != cmd {
+            if start.elapsed() > self.timeout {
+                return Err(DeviceFault::Timeout { what: format!("credit command 0x{cmd:08X}"), after: self.timeout });
+            }
+            std::thread::yield_now();
+        }
+        barrier();
+        Ok(())
+    }
+
+    /// Restores the balances of users `0 .. credits.len()`, row by row through
+    /// `CREDIT_DATA` and write commands.
+    pub fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceFault> {
+        if credits.len() > self.info.max_users {
+            return Err(DeviceFault::Unsupported(format!(
+                "{} users: the device holds {}",
+                credits.len(),
+                self.info.max_users
+            )));
+        }
+        let p = self.info.lanes;
+        for (row, chunk) in credits.chunks(p).enumerate() {
+            self.reg_write(abi::CREDIT_ROW.offset, row as u32)?;
+            for lane in 0..p {
+                self.reg_write(abi::credit_data(lane), chunk.get(lane).copied().unwrap_or(0))?;
+            }
+            self.credit_command(true)?;
+        }
+        Ok(())
+    }
+
+    /// Checkpoints the balances of users `0 .. n` through read commands.
+    pub fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceFault> {
+        if n > self.info.max_users {
+            return Err(DeviceFault::Unsupported(format!("{n} users: the device holds {}", self.info.max_users)));
+        }
+        let p = self.info.lanes;
+        let mut out = Vec::with_capacity(n);
+        for row in 0..n.div_ceil(p) {
+            self.reg_write(abi::CREDIT_ROW.offset, row as u32)?;
+            self.credit_command(false)?;
+            for lane in 0..p.min(n - row * p) {
+                out.push(self.reg_read(abi::credit_data(lane))?);
+            }
+        }
+        Ok(out)
+    }
+}
