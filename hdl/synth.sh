@@ -26,7 +26,7 @@ count() { awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "$2"; }
 
 for shape in "1 64" "4 256"; do
   read -r lanes users <<< "$shape"
-  "$fairshare" hdl verilog --users "$users" --lanes "$lanes" --out "$work/e$lanes.v" 2> /dev/null
+  "$fairshare" hdl verilog --users "$users" --lanes "$lanes" --top engine --out "$work/e$lanes.v" 2> /dev/null
   yosys -p "read_verilog $work/e$lanes.v; synth_ice40 -top top -json $work/e$lanes.json; stat" > "$work/ice40_$lanes.log"
   ffs=0
   for ff in SB_DFF SB_DFFE SB_DFFSR SB_DFFSS SB_DFFESR SB_DFFESS SB_DFFR SB_DFFS SB_DFFER SB_DFFES; do

@@ -7,26 +7,49 @@ use crate::CliError;
 use fairshare_hdl::{catalog, oracle};
 use std::path::Path;
 
-/// Writes the Verilog of the engine shape for `users` and `lanes` to `out`, and its
-/// wide-port shell next to it (`<out stem>_shell.v`).
-pub fn verilog(users: usize, lanes: usize, out: &Path) -> Result<(), CliError> {
+/// Which top level `hdl verilog` exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Top {
+    /// The device: engine behind AXI4-Lite registers and AXI-Stream ports (shell
+    /// module `fairshare_device`), what a PCIe shell instantiates.
+    Device,
+    /// The bare engine with its own ports (shell module `engine_shell`).
+    Engine,
+}
+
+/// Writes the Verilog of the shape for `users` and `lanes` to `out` (module `top`), and
+/// its packed-port shell next to it (`<out stem>_shell.v`).
+pub fn verilog(users: usize, lanes: usize, top: Top, out: &Path) -> Result<(), CliError> {
     let engine = catalog::engine(lanes, users).map_err(CliError::Usage)?;
-    let (top, shell) = engine.verilog().map_err(CliError::Io)?;
+    let (verilog, shell) = match top {
+        Top::Device => engine.device_verilog(),
+        Top::Engine => engine.verilog(),
+    }
+    .map_err(CliError::Io)?;
     let shell_path = out.with_file_name(format!(
         "{}_shell.v",
         out.file_stem().map_or("engine".into(), |s| s.to_string_lossy().into_owned())
     ));
-    for (path, text) in [(out, &top), (shell_path.as_path(), &shell)] {
+    for (path, text) in [(out, &verilog), (shell_path.as_path(), &shell)] {
         write_atomically(path, |w| w.write_all(text.as_bytes()))
             .map_err(|e| CliError::Io(format!("writing {}: {e}", path.display())))?;
     }
+    let (what, shell_module) = match top {
+        Top::Device => ("device", "fairshare_device"),
+        Top::Engine => ("engine", "engine_shell"),
+    };
     eprintln!(
-        "hdl verilog: engine with {lanes} lanes for up to {} users (module `top`) in {}, its shell (module `engine_shell`) in {}",
+        "hdl verilog: {what} with {lanes} lanes for up to {} users (module `top`) in {}, its shell (module `{shell_module}`) in {}",
         engine.capacity(),
         out.display(),
         shell_path.display()
     );
     Ok(())
+}
+
+/// Prints the device register map (the markdown of `driver/REGISTERS.md`).
+pub fn regs() {
+    print!("{}", fairshare_driver::abi::markdown());
 }
 
 /// Runs `quanta` quanta of Karma (bursty demands, fair share 10, alpha 1/2) through

@@ -117,7 +117,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum HdlCommand {
-    /// Write the engine's Verilog (module `top`) and a wide-port shell next to it.
+    /// Write the Verilog (module `top`) of the device or the bare engine, and a shell
+    /// with packed ports next to it.
     Verilog {
         /// Users the engine must hold (rounded up to 64, 256, 1024 or 4096).
         #[arg(long)]
@@ -125,10 +126,15 @@ enum HdlCommand {
         /// Parallel lanes: 1, 2, 4, 8, 16 or 32.
         #[arg(long)]
         lanes: usize,
+        /// Top level: the device (AXI4-Lite + AXI-Stream) or the bare engine.
+        #[arg(long, value_enum, default_value = "device")]
+        top: hdl::Top,
         /// Output file.
         #[arg(long)]
         out: PathBuf,
     },
+    /// Print the device register map as markdown (`driver/REGISTERS.md`).
+    Regs,
     /// Run Karma quanta through the simulated engine (each checked against the
     /// software) and print the cycles per quantum.
     Cycles {
@@ -179,8 +185,12 @@ fn main() -> ExitCode {
                 replay::ReplayRequest { trace: &trace, users, initial_credits, policy, out: out.as_deref(), json };
             replay::run(&req).map(|_| true)
         }
-        Command::Hdl { command: HdlCommand::Verilog { users, lanes, out } } => {
-            hdl::verilog(users, lanes, &out).map(|_| true)
+        Command::Hdl { command: HdlCommand::Regs } => {
+            hdl::regs();
+            Ok(true)
+        }
+        Command::Hdl { command: HdlCommand::Verilog { users, lanes, top, out } } => {
+            hdl::verilog(users, lanes, top, &out).map(|_| true)
         }
         Command::Hdl { command: HdlCommand::Cycles { users, lanes, quanta, seed, json } } => {
             hdl::cycles(users, lanes, quanta, seed, json).map(|_| true)

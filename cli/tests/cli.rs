@@ -335,10 +335,29 @@ fn hdl_cycles_and_verilog() {
     }
     let dir = tempfile::tempdir().unwrap();
     let v = dir.path().join("engine.v");
-    let out = fairshare(&["hdl", "verilog", "--users", "64", "--lanes", "4", "--out", v.to_str().unwrap()]);
+    let out = fairshare(&[
+        "hdl",
+        "verilog",
+        "--users",
+        "64",
+        "--lanes",
+        "4",
+        "--top",
+        "engine",
+        "--out",
+        v.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(fs::read_to_string(&v).unwrap().contains("module top("));
     assert!(fs::read_to_string(dir.path().join("engine_shell.v")).unwrap().contains("module engine_shell("));
+    let d = dir.path().join("device.v");
+    let out = fairshare(&["hdl", "verilog", "--users", "64", "--lanes", "4", "--out", d.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(fs::read_to_string(&d).unwrap().contains("s_axil_awready"));
+    assert!(fs::read_to_string(dir.path().join("device_shell.v")).unwrap().contains("module fairshare_device("));
+    let regs = fairshare(&["hdl", "regs"]);
+    assert!(regs.status.success());
+    assert_eq!(text(&regs.stdout), fs::read_to_string("../driver/REGISTERS.md").unwrap());
     for bad in
         [["--users", "64", "--lanes", "3"], ["--users", "5000", "--lanes", "4"], ["--users", "0", "--lanes", "4"]]
     {

@@ -7,7 +7,7 @@
 //! depend on `n`, not on the capacity.
 
 use crate::testbench::{EngineError, EngineResult, EngineSim};
-use crate::verilog::{engine_shell, engine_verilog};
+use crate::verilog::{device_shell, device_verilog, engine_shell, engine_verilog};
 
 /// Capacities (users) of the shapes in this build.
 pub const CAPACITIES: [usize; 4] = [64, 256, 1024, 4096];
@@ -26,8 +26,12 @@ pub trait EngineDriver {
     fn read_credits(&mut self, n: usize) -> Vec<u32>;
     /// Runs one quantum (mode 0 Karma, 1 max-min, 2 strict).
     fn quantum(&mut self, mode: u8, fair: u32, guaranteed: u32, demand: &[u32]) -> Result<EngineResult, EngineError>;
-    /// The Verilog of this shape (module `top`) and its wide-port shell.
+    /// The Verilog of this shape's engine (module `top`) and its wide-port shell
+    /// (`engine_shell`).
     fn verilog(&self) -> Result<(String, String), String>;
+    /// The Verilog of this shape's device top level (engine, AXI4-Lite registers,
+    /// AXI-Stream ports; module `top`) and its shell (`fairshare_device`).
+    fn device_verilog(&self) -> Result<(String, String), String>;
 }
 
 impl<const P: usize, const A: usize> EngineDriver for EngineSim<P, A> {
@@ -48,6 +52,9 @@ impl<const P: usize, const A: usize> EngineDriver for EngineSim<P, A> {
     }
     fn verilog(&self) -> Result<(String, String), String> {
         Ok((engine_verilog::<P, A>()?, engine_shell::<P, A>()))
+    }
+    fn device_verilog(&self) -> Result<(String, String), String> {
+        Ok((device_verilog::<P, A>()?, device_shell::<P>()))
     }
 }
 

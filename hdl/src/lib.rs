@@ -7,6 +7,8 @@
 //! allocations and credits; written in RustHDL and exported as Verilog.
 
 pub mod catalog;
+pub mod device;
+pub mod device_sim;
 pub mod engine;
 pub mod engine_lane;
 pub mod lane;

@@ -1,0 +1,324 @@
+//! A bus-level driver for the RustHDL model of the [`Device`]: an AXI4-Lite master
+//! that goes through all five handshakes, and stream agents that feed demand beats and
+//! take result beats, all with optional seeded random stalls, the way a PCIe shell
+//! would. It checks the slave's side of the protocol as it goes (responses and result
+//! beats hold still until taken; `tlast` marks the last result row).
+
+use crate::device::{Device, RESP_OKAY};
+use fairshare_driver::abi;
+use rust_hdl::prelude::*;
+
+/// What one quantum through the bus returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BusQuantum {
+    /// Allocation per user (empty when the device reported an error).
+    pub alloc: Vec<u32>,
+    /// Credits per user after the quantum.
+    pub credits: Vec<u32>,
+    /// `STATUS` after the quantum.
+    pub status: u32,
+    /// `SEQ_DONE` after the quantum.
+    pub seq_done: u32,
+    /// `CYCLES` after the quantum.
+    pub cycles: u32,
+}
+
+/// Drives a [`Device`] with `P` lanes and `2^A` rows per lane.
+pub struct DeviceSim<const P: usize, const A: usize> {
+    uut: Box<Device<P, A>>,
+    rng: u64,
+    demand: Vec<u32>,
+    next_row: usize,
+    tlast_row: Option<usize>,
+    results: Vec<(u32, u32)>,
+    held: Option<Vec<u64>>,
+    irqs: u64,
+}
+
+impl<const P: usize, const A: usize> DeviceSim<P, A> {
+    /// A device at power-up. `stall_seed` 0: no stalls; otherwise every valid and
+    /// ready the testbench drives drops with probability 1/4 per cycle (xorshift64).
+    pub fn new(stall_seed: u64) -> Self {
+        let mut uut = Box::new(Device::<P, A>::new());
+        uut.connect_all();
+        let mut sim = DeviceSim {
+            uut,
+            rng: stall_seed,
+            demand: Vec::new(),
+            next_row: 0,
+            tlast_row: None,
+            results: Vec::new(),
+            held: None,
+            irqs: 0,
+        };
+        sim.settle();
+        sim
+    }
+
+    fn settle(&mut self) {
+        assert!(simulate(&mut *self.uut, 10_000), "device logic did not settle");
+    }
+
+    /// True with probability 3/4 (always without stalls).
+    fn active(&mut self) -> bool {
+        if self.rng == 0 {
+            return true;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng & 3 != 0
+    }
+
+    /// Drives the stream agents and settles; the caller then samples its own
+    /// handshakes and calls [`Self::edge`].
+    fn pre(&mut self) {
+        let rows = self.demand.len().div_ceil(P);
+        let offer = self.next_row < rows && self.active();
+        self.uut.s_axis_tvalid.next = offer;
+        for lane in 0..P {
+            let d = if offer { self.demand.get(self.next_row * P + lane).copied().unwrap_or(0) } else { 0 };
+            self.uut.s_axis_tdata[lane].next = (d as u64).into();
+        }
+        self.uut.s_axis_tlast.next = offer && Some(self.next_row) == self.tlast_row;
+        let take = self.active();
+        self.uut.m_axis_tready.next = take;
+        self.settle();
+        if offer && self.uut.s_axis_tready.val() {
+            self.next_row += 1;
+        }
+        if self.uut.m_axis_tvalid.val() {
+            let mut beat: Vec<u64> = self.uut.m_axis_alloc.iter().map(|s| s.val().to_u64()).collect();
+            beat.extend(self.uut.m_axis_credit.iter().map(|s| s.val().to_u64()));
+            beat.push(self.uut.m_axis_tlast.val() as u64);
+            if let Some(h) = self.held.take() {
+                assert_eq!(h, beat, "a result beat changed while tready was low");
+            }
+            if take {
+                let n = self.demand.len();
+                for lane in 0..P {
+                    if self.results.len() < n {
+                        self.results.push((beat[lane] as u32, beat[P + lane] as u32));
+                    }
+                }
+                assert_eq!(beat[2 * P] == 1, self.results.len() == n, "tlast must mark the last result row only");
+            } else {
+                self.held = Some(beat);
+            }
+        }
+        if self.uut.irq.val() {
+            self.irqs += 1;
+        }
+    }
+
+    fn edge(&mut self) {
+        self.uut.clock.next = true.into();
+        self.settle();
+        self.uut.clock.next = false.into();
+        self.settle();
+    }
+
+    /// Interrupt pulses seen so far.
+    pub fn irqs(&self) -> u64 {
+        self.irqs
+    }
+
+    /// One AXI4-Lite write of `data` with byte strobes `strb` to `offset`; returns
+    /// `bresp`. Address and data are offered independently after random delays.
+    pub fn write_strb(&mut self, offset: u32, data: u32, strb: u8) -> u8 {
+        let (mut aw_done, mut w_done) = (false, false);
+        let (mut aw_on, mut w_on) = (false, false);
+        let mut held_resp: Option<u64> = None;
+        for _ in 0..10_000 {
+            aw_on |= !aw_done && self.active();
+            w_on |= !w_done && self.active();
+            let bready = self.active();
+            self.uut.s_axil_awvalid.next = aw_on && !aw_done;
+            self.uut.s_axil_awaddr.next = (offset as u64).into();
+            self.uut.s_axil_wvalid.next = w_on && !w_done;
+            self.uut.s_axil_wdata.next = (data as u64).into();
+            self.uut.s_axil_wstrb.next = (strb as u64).into();
+            self.uut.s_axil_bready.next = bready;
+            self.pre();
+            aw_done |= self.uut.s_axil_awvalid.val() && self.uut.s_axil_awready.val();
+            w_done |= self.uut.s_axil_wvalid.val() && self.uut.s_axil_wready.val();
+            let mut resp = None;
+            if self.uut.s_axil_bvalid.val() {
+                let r = self.uut.s_axil_bresp.val().to_u64();
+                if let Some(h) = held_resp {
+                    assert_eq!(h, r, "bresp changed while bvalid waited");
+                }
+                held_resp = Some(r);
+                if bready {
+                    resp = Some(r as u8);
+                }
+            }
+            self.edge();
+            if let Some(r) = resp {
+                self.uut.s_axil_awvalid.next = false;
+                self.uut.s_axil_wvalid.next = false;
+                self.uut.s_axil_bready.next = false;
+                return r;
+            }
+        }
+        panic!("write to 0x{offset:03X} never completed");
+    }
+
+    /// A full-word write; panics unless the response is OKAY.
+    pub fn write(&mut self, offset: u32, data: u32) {
+        let r = self.write_strb(offset, data, 0xF);
+        assert_eq!(r as u64, RESP_OKAY, "write to 0x{offset:03X} answered {r}");
+    }
+
+    /// One AXI4-Lite read; returns `(rdata, rresp)`.
+    pub fn read_resp(&mut self, offset: u32) -> (u32, u8) {
+        let mut ar_done = false;
+        let mut ar_on = false;
+        let mut held: Option<(u64, u64)> = None;
+        for _ in 0..10_000 {
+            ar_on |= !ar_done && self.active();
+            let rready = self.active();
+            self.uut.s_axil_arvalid.next = ar_on && !ar_done;
+            self.uut.s_axil_araddr.next = (offset as u64).into();
+            self.uut.s_axil_rready.next = rready;
+            self.pre();
+            ar_done |= self.uut.s_axil_arvalid.val() && self.uut.s_axil_arready.val();
+            let mut out = None;
+            if self.uut.s_axil_rvalid.val() && ar_done {
+                let now = (self.uut.s_axil_rdata.val().to_u64(), self.uut.s_axil_rresp.val().to_u64());
+                if let Some(h) = held {
+                    assert_eq!(h, now, "read data changed while rvalid waited");
+                }
+                held = Some(now);
+                if rready {
+                    out = Some((now.0 as u32, now.1 as u8));
+                }
+            }
+            self.edge();
+            if let Some(o) = out {
+                self.uut.s_axil_arvalid.next = false;
+                self.uut.s_axil_rready.next = false;
+                return o;
+            }
+        }
+        panic!("read of 0x{offset:03X} never completed");
+    }
+
+    /// A read that must answer OKAY.
+    pub fn read(&mut self, offset: u32) -> u32 {
+        let (d, r) = self.read_resp(offset);
+        assert_eq!(r as u64, RESP_OKAY, "read of 0x{offset:03X} answered {r}");
+        d
+    }
+
+    /// Runs one quantum the way the host and a DMA shell would: configuration
+    /// registers, doorbell `seq`, demand beats (with `tlast` on row `tlast_row`, the
+    /// last row when `None`), result beats, then `STATUS` polled until done.
+    pub fn quantum_framed(
+        &mut self,
+        seq: u32,
+        mode: u32,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        tlast_row: Option<usize>,
+    ) -> BusQuantum {
+        let n = demand.len();
+        self.write(abi::CONTROL.offset, abi::CONTROL_IRQ.set(abi::CONTROL_MODE.set(0, mode), 1));
+        self.write(abi::N_USERS.offset, n as u32);
+        self.write(abi::FAIR_SHARE.offset, fair);
+        self.write(abi::GUARANTEED.offset, guaranteed);
+        self.demand = demand.to_vec();
+        self.next_row = 0;
+        self.tlast_row = Some(tlast_row.unwrap_or(n.div_ceil(P).saturating_sub(1)));
+        self.results.clear();
+        self.held = None;
+        self.write(abi::DOORBELL.offset, seq);
+        let mut status = 0;
+        for _ in 0..1_000_000 {
+            status = self.read(abi::STATUS.offset);
+            if abi::STATUS_DONE.get(status) == 1 && abi::STATUS_BUSY.get(status) == 0 {
+                break;
+            }
+        }
+        assert_eq!(abi::STATUS_DONE.get(status), 1, "quantum {seq} never finished");
+        let seq_done = self.read(abi::SEQ_DONE.offset);
+        let cycles = self.read(abi::CYCLES.offset);
+        let (alloc, credits) = self.results.drain(..).unzip();
+        self.demand.clear();
+        BusQuantum { alloc, credits, status, seq_done, cycles }
+    }
+
+    /// [`Self::quantum_framed`] with correct framing.
+    pub fn quantum(&mut self, seq: u32, mode: u32, fair: u32, guaranteed: u32, demand: &[u32]) -> BusQuantum {
+        self.quantum_framed(seq, mode, fair, guaranteed, demand, None)
+    }
+
+    /// Restores the credits of users `0 .. credits.len()` through `CREDIT_DATA` and
+    /// write commands; returns the first non-OKAY response, if any.
+    pub fn write_credits(&mut self, credits: &[u32], tag: u32) -> Result<(), u8> {
+        for row in 0..credits.len().div_ceil(P) {
+            self.write(abi::CREDIT_ROW.offset, row as u32);
+            for lane in 0..P {
+                let c = credits.get(row * P + lane).copied().unwrap_or(0);
+                let r = self.write_strb(abi::credit_data(lane), c, 0xF);
+                if r as u64 != RESP_OKAY {
+                    return Err(r);
+                }
+            }
+            let cmd = abi::CREDIT_CMD_TAG.set(abi::CREDIT_CMD_WRITE.set(0, 1), tag.wrapping_add(row as u32));
+            let r = self.write_strb(abi::CREDIT_CMD.offset, cmd, 0xF);
+            if r as u64 != RESP_OKAY {
+                return Err(r);
+            }
+            assert_eq!(self.read(abi::CREDIT_ACK.offset), cmd, "CREDIT_ACK must echo the command");
+        }
+        Ok(())
+    }
+
+    /// Checkpoints the credits of users `0 .. n` through read commands.
+    pub fn read_credits(&mut self, n: usize, tag: u32) -> Result<Vec<u32>, u8> {
+        let mut out = Vec::with_capacity(n);
+        for row in 0..n.div_ceil(P) {
+            self.write(abi::CREDIT_ROW.offset, row as u32);
+            let cmd = abi::CREDIT_CMD_TAG.set(0, tag.wrapping_add(row as u32));
+            let r = self.write_strb(abi::CREDIT_CMD.offset, cmd, 0xF);
+            if r as u64 != RESP_OKAY {
+                return Err(r);
+            }
+            assert_eq!(self.read(abi::CREDIT_ACK.offset), cmd, "CREDIT_ACK must echo the command");
+            for lane in 0..P {
+                if row * P + lane < n {
+                    out.push(self.read(abi::credit_data(lane)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Starts a quantum and returns while it runs (no demand beats are offered), for
+    /// tests of what the bus does during a quantum. Finish it with [`Self::finish`].
+    pub fn start_stalled(&mut self, seq: u32, n: usize, fair: u32, guaranteed: u32) {
+        self.write(abi::CONTROL.offset, 0);
+        self.write(abi::N_USERS.offset, n as u32);
+        self.write(abi::FAIR_SHARE.offset, fair);
+        self.write(abi::GUARANTEED.offset, guaranteed);
+        self.demand.clear();
+        self.write(abi::DOORBELL.offset, seq);
+    }
+
+    /// Feeds `demand` to a quantum started by [`Self::start_stalled`] and waits for it.
+    pub fn finish(&mut self, demand: &[u32]) -> u32 {
+        self.demand = demand.to_vec();
+        self.next_row = 0;
+        self.tlast_row = Some(demand.len().div_ceil(P) - 1);
+        self.results.clear();
+        loop {
+            let status = self.read(abi::STATUS.offset);
+            if abi::STATUS_BUSY.get(status) == 0 {
+                self.demand.clear();
+                return status;
+            }
+        }
+    }
+}
