@@ -72,6 +72,14 @@ impl Allocator {
         Ok(&self.alloc)
     }
 
+    /// Accepts a quantum computed elsewhere (a checked device result, see
+    /// [`crate::offload`]) as if `allocate` had computed it.
+    pub(crate) fn commit(&mut self, alloc: Vec<u64>, credits: Vec<Credits>) {
+        self.alloc = alloc;
+        self.credits = credits;
+        self.quantum += 1;
+    }
+
     /// Allocations of the last quantum (zeros before the first).
     pub fn allocations(&self) -> &[u64] {
         &self.alloc

@@ -3,12 +3,14 @@
 //! Runs policies over many quanta of changing demands and measures what they do to the
 //! users: seeded, reproducible demand generators ([`workload`]), the metrics the field
 //! reports ([`metrics`]) and the loop that drives an [`fairshare::Allocator`] through a
-//! workload ([`run`]). The device emulator will live here as well (it serves the
-//! register map of `driver/` from the hardware model or the software model).
+//! workload ([`run`]); and the emulated device ([`device`]), which serves the register
+//! map of `driver/` over shared memory from the hardware model or the software model.
 
+pub mod device;
 pub mod metrics;
 pub mod workload;
 
+use fairshare::offload::Offload;
 use fairshare::{Allocator, Policy, PoolConfig, Result};
 pub use metrics::{Recorder, Summary};
 pub use workload::Demands;
@@ -31,14 +33,22 @@ pub fn run(
     policy: Policy,
     config: &PoolConfig,
     demands: &Demands,
+    on_quantum: impl FnMut(usize, &[u64], &Allocator),
+) -> Result<Summary> {
+    run_pool(&mut Offload::software(Allocator::new(config.clone(), policy)?), demands, on_quantum)
+}
+
+/// [`run`] on a pool that may be served by a device (see [`fairshare::offload`]).
+pub fn run_pool(
+    pool: &mut Offload,
+    demands: &Demands,
     mut on_quantum: impl FnMut(usize, &[u64], &Allocator),
 ) -> Result<Summary> {
-    let mut pool = Allocator::new(config.clone(), policy)?;
-    let mut recorder = Recorder::new(config.users.len(), pool.params().capacity);
+    let mut recorder = Recorder::new(pool.pool().users().len(), pool.pool().params().capacity);
     for (q, d) in demands.iter().enumerate() {
         pool.allocate(d)?;
-        recorder.record(d, pool.allocations());
-        on_quantum(q, d, &pool);
+        recorder.record(d, pool.pool().allocations());
+        on_quantum(q, d, pool.pool());
     }
     Ok(recorder.finish())
 }
