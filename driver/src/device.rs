@@ -277,9 +277,15 @@ impl Device {
             if start.elapsed() > self.timeout {
                 return Err(DeviceFault::Timeout { what: format!("quantum {seq}"), after: self.timeout });
             }
+            // Spin first (a fast device answers in microseconds), then yield, then
+            // sleep, so that a slow one (the RTL emulator) keeps the CPU to itself.
             spins += 1;
-            if spins > 1000 {
+            if spins > 20_000 {
+                std::thread::sleep(Duration::from_micros(20));
+            } else if spins > 2_000 {
                 std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
             }
         };
         barrier();
@@ -351,5 +357,42 @@ impl Device {
             }
         }
         Ok(out)
+    }
+}
+
+/// The ABI mode (`CONTROL.mode`) that computes `policy`.
+pub fn mode_of(policy: fairshare::Policy) -> u32 {
+    match policy {
+        fairshare::Policy::Karma => abi::mode::KARMA,
+        fairshare::Policy::MaxMin => abi::mode::MAXMIN,
+        fairshare::Policy::Strict => abi::mode::STRICT,
+    }
+}
+
+impl fairshare::offload::Accelerator for Device {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+    fn max_users(&self) -> usize {
+        self.info.max_users
+    }
+    fn weighted(&self) -> bool {
+        self.info.weighted
+    }
+    fn write_credits(&mut self, credits: &[u32]) -> Result<(), String> {
+        Device::write_credits(self, credits).map_err(|e| e.to_string())
+    }
+    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, String> {
+        Device::read_credits(self, n).map_err(|e| e.to_string())
+    }
+    fn quantum(
+        &mut self,
+        policy: fairshare::Policy,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<(Vec<u32>, Vec<u32>), String> {
+        let out = Device::quantum(self, mode_of(policy), fair, guaranteed, demand).map_err(|e| e.to_string())?;
+        Ok((out.alloc, out.credits))
     }
 }

@@ -24,6 +24,10 @@ pub trait EngineDriver {
     fn write_credits(&mut self, credits: &[u32]);
     /// Reads the credits of users `0 .. n`.
     fn read_credits(&mut self, n: usize) -> Vec<u32>;
+    /// Writes the `P` balances of row `row` (users `row * P ..`).
+    fn write_row(&mut self, row: usize, words: &[u32]);
+    /// Reads the `P` balances of row `row`.
+    fn read_row(&mut self, row: usize) -> Vec<u32>;
     /// Runs one quantum (mode 0 Karma, 1 max-min, 2 strict).
     fn quantum(&mut self, mode: u8, fair: u32, guaranteed: u32, demand: &[u32]) -> Result<EngineResult, EngineError>;
     /// The Verilog of this shape's engine (module `top`) and its wide-port shell
@@ -47,6 +51,12 @@ impl<const P: usize, const A: usize> EngineDriver for EngineSim<P, A> {
     fn read_credits(&mut self, n: usize) -> Vec<u32> {
         EngineSim::read_credits(self, n)
     }
+    fn write_row(&mut self, row: usize, words: &[u32]) {
+        EngineSim::write_row(self, row, words)
+    }
+    fn read_row(&mut self, row: usize) -> Vec<u32> {
+        EngineSim::read_row(self, row)
+    }
     fn quantum(&mut self, mode: u8, fair: u32, guaranteed: u32, demand: &[u32]) -> Result<EngineResult, EngineError> {
         EngineSim::quantum(self, mode, fair, guaranteed, demand)
     }
@@ -58,12 +68,22 @@ impl<const P: usize, const A: usize> EngineDriver for EngineSim<P, A> {
     }
 }
 
-/// A fresh simulated engine with `lanes` lanes that holds `users` users, or an error
-/// that lists what this build offers.
-pub fn engine(lanes: usize, users: usize) -> Result<Box<dyn EngineDriver>, String> {
+/// The capacity of the smallest shape of `lanes` lanes that holds `users` users, or an
+/// error that lists what this build offers.
+pub fn engine_capacity(lanes: usize, users: usize) -> Result<usize, String> {
     let Some(&capacity) = CAPACITIES.iter().find(|&&c| c >= users && users > 0) else {
         return Err(format!("{users} users: this build's engines hold 1 to {} users", CAPACITIES[3]));
     };
+    if !LANES.contains(&lanes) {
+        return Err(format!("{lanes} lanes: this build's engines have {:?} lanes", LANES));
+    }
+    Ok(capacity)
+}
+
+/// A fresh simulated engine with `lanes` lanes that holds `users` users, or an error
+/// that lists what this build offers.
+pub fn engine(lanes: usize, users: usize) -> Result<Box<dyn EngineDriver>, String> {
+    let capacity = engine_capacity(lanes, users)?;
     macro_rules! shapes {
         ($(($p:literal, $cap:literal, $a:literal)),* $(,)?) => {
             match (lanes, capacity) {
@@ -98,4 +118,140 @@ pub fn engine(lanes: usize, users: usize) -> Result<Box<dyn EngineDriver>, Strin
         (32, 1024, 5),
         (32, 4096, 7),
     )
+}
+
+/// The software stand-in for an engine of `lanes` lanes and `capacity` users: the same
+/// interface, the same status codes for bad configurations, results from
+/// [`crate::oracle::expected`]. Used by the emulator when cycle accuracy is not wanted.
+pub struct SoftwareEngine {
+    lanes: usize,
+    credits: Vec<u32>,
+}
+
+impl SoftwareEngine {
+    /// All balances 0.
+    pub fn new(lanes: usize, capacity: usize) -> Self {
+        SoftwareEngine { lanes, credits: vec![0; capacity] }
+    }
+}
+
+impl EngineDriver for SoftwareEngine {
+    fn lanes(&self) -> usize {
+        self.lanes
+    }
+    fn capacity(&self) -> usize {
+        self.credits.len()
+    }
+    fn write_credits(&mut self, credits: &[u32]) {
+        self.credits[..credits.len()].copy_from_slice(credits);
+    }
+    fn read_credits(&mut self, n: usize) -> Vec<u32> {
+        self.credits[..n].to_vec()
+    }
+    fn write_row(&mut self, row: usize, words: &[u32]) {
+        for (lane, &w) in words.iter().enumerate().take(self.lanes) {
+            if let Some(c) = self.credits.get_mut(row * self.lanes + lane) {
+                *c = w;
+            }
+        }
+    }
+    fn read_row(&mut self, row: usize) -> Vec<u32> {
+        (0..self.lanes).map(|lane| self.credits.get(row * self.lanes + lane).copied().unwrap_or(0)).collect()
+    }
+    fn quantum(&mut self, mode: u8, fair: u32, guaranteed: u32, demand: &[u32]) -> Result<EngineResult, EngineError> {
+        use fairshare_driver::abi::status;
+        // The engine's checks, in the engine's order (see `engine.rs`, Idle and Plan).
+        let n = demand.len();
+        let limit = 1u64 << 31;
+        let (f, g) = (fair as u64, guaranteed as u64);
+        let early = if n == 0 || n > self.credits.len() {
+            Some(status::USERS)
+        } else if g > f {
+            Some(status::GUARANTEED)
+        } else if f >= limit {
+            Some(status::CAPACITY)
+        } else if mode > 2 {
+            Some(status::MODE)
+        } else {
+            None
+        };
+        if let Some(code) = early {
+            return Err(EngineError(code));
+        }
+        let karma = mode as u32 == fairshare_driver::abi::mode::KARMA;
+        let credit_error = karma
+            && demand.iter().zip(&self.credits[..n]).any(|(&d, &c)| {
+                let (c, d, c1) = (c as u64, d as u64, c as u64 + f - g);
+                c >= limit || c1 >= limit || (d < g && c1 + (g - d) >= limit)
+            });
+        let demand_error = demand.iter().any(|&d| d as u64 >= limit);
+        let capacity_error = mode as u32 != fairshare_driver::abi::mode::STRICT && n as u64 * f >= limit;
+        if credit_error {
+            return Err(EngineError(status::CREDIT));
+        } else if demand_error {
+            return Err(EngineError(status::DEMAND));
+        } else if capacity_error {
+            return Err(EngineError(status::CAPACITY));
+        }
+        let before = &self.credits[..n];
+        let (alloc, credits) =
+            crate::oracle::expected(mode, fair, guaranteed, before, demand).map_err(|_| EngineError(status::CREDIT))?;
+        self.credits[..n].copy_from_slice(&credits);
+        Ok(EngineResult { alloc, credits, cycles: 0 })
+    }
+    fn verilog(&self) -> Result<(String, String), String> {
+        Err("the software model has no Verilog".into())
+    }
+    fn device_verilog(&self) -> Result<(String, String), String> {
+        Err("the software model has no Verilog".into())
+    }
+}
+
+/// A simulated engine as an offload device (the `rtl-sim` backend): every quantum is
+/// computed cycle by cycle by the RustHDL model.
+pub struct RtlAccelerator {
+    engine: Box<dyn EngineDriver>,
+}
+
+impl RtlAccelerator {
+    /// The smallest engine of `lanes` lanes that holds `users` users.
+    pub fn new(lanes: usize, users: usize) -> Result<Self, String> {
+        Ok(RtlAccelerator { engine: engine(lanes, users)? })
+    }
+}
+
+impl fairshare::offload::Accelerator for RtlAccelerator {
+    fn label(&self) -> String {
+        format!("rtl-sim ({} lanes, {} users)", self.engine.lanes(), self.engine.capacity())
+    }
+    fn max_users(&self) -> usize {
+        self.engine.capacity()
+    }
+    fn weighted(&self) -> bool {
+        false
+    }
+    fn write_credits(&mut self, credits: &[u32]) -> Result<(), String> {
+        self.engine.write_credits(credits);
+        Ok(())
+    }
+    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, String> {
+        Ok(self.engine.read_credits(n))
+    }
+    fn quantum(
+        &mut self,
+        policy: fairshare::Policy,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<(Vec<u32>, Vec<u32>), String> {
+        let mode = fairshare_driver::device::mode_of(policy) as u8;
+        let r = self.engine.quantum(mode, fair, guaranteed, demand).map_err(|e| {
+            format!(
+                "the engine refused the quantum: status code {} ({})",
+                e.0,
+                fairshare_driver::abi::status::describe(e.0)
+            )
+        })?;
+        Ok((r.alloc, r.credits))
+    }
 }

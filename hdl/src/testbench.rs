@@ -80,6 +80,25 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         self.settle();
     }
 
+    /// Writes the balances of row `row` (users `row * P ..`) through the credit port.
+    pub fn write_row(&mut self, row: usize, words: &[u32]) {
+        self.uut.credit_row.next = (row as u64).into();
+        for lane in 0..P {
+            self.uut.credit_wdata[lane].next = (words.get(lane).copied().unwrap_or(0) as u64).into();
+        }
+        self.uut.credit_write.next = true;
+        self.tick();
+        self.uut.credit_write.next = false;
+        self.settle();
+    }
+
+    /// Reads the balances of row `row` through the credit port.
+    pub fn read_row(&mut self, row: usize) -> Vec<u32> {
+        self.uut.credit_row.next = (row as u64).into();
+        self.tick();
+        self.uut.credit_rdata.iter().map(|s| s.val().to_u64() as u32).collect()
+    }
+
     /// Reads the credits of users `0 .. n` through the credit port.
     pub fn read_credits(&mut self, n: usize) -> Vec<u32> {
         let mut out = Vec::with_capacity(n);

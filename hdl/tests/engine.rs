@@ -130,3 +130,43 @@ fn near_the_32_bit_limits() {
     let got = e.quantum(0, 4, 2, &[1_000, 0]).unwrap();
     assert_eq!((got.alloc, got.credits), (alloc, after));
 }
+
+/// The emulator's software model answers exactly as the RTL does, refusals included:
+/// random configurations with edge values (too many users, g above f, words at 2^31,
+/// balances near 2^31, mode 3).
+#[test]
+fn software_model_matches_the_engine_including_refusals() {
+    use fairshare_hdl::catalog::{EngineDriver, SoftwareEngine};
+    use rand::Rng;
+    let mut rng = ChaCha8Rng::seed_from_u64(99);
+    let (mut refused, mut served) = (0, 0);
+    for case in 0..300 {
+        let mut rtl = EngineSim::<4, 2>::new();
+        let mut sw = SoftwareEngine::new(4, 16);
+        let n = rng.gen_range(0..=17usize);
+        let edge = |rng: &mut ChaCha8Rng, small: u32| match rng.gen_range(0..40) {
+            0 => 0x7FFF_FFFF,
+            1 => 0x8000_0000,
+            2 => 0x7FFF_FFF0,
+            _ => rng.gen_range(0..=small),
+        };
+        let f = edge(&mut rng, 8).max(1);
+        let g = if rng.gen_range(0..10) == 0 { f.saturating_add(1) } else { rng.gen_range(0..=f.min(8)) };
+        let mode = [0u8, 0, 0, 1, 2, 3][rng.gen_range(0..6)];
+        let credits: Vec<u32> = (0..n).map(|_| edge(&mut rng, 50)).collect();
+        let demand: Vec<u32> = (0..n).map(|_| edge(&mut rng, 20)).collect();
+        let held = n.min(16); // 17 users: refused, and only 16 balances exist
+        rtl.write_credits(&credits[..held]);
+        EngineDriver::write_credits(&mut sw, &credits[..held]);
+        let a = rtl.quantum(mode, f, g, &demand).map(|r| (r.alloc, r.credits));
+        let b = EngineDriver::quantum(&mut sw, mode, f, g, &demand).map(|r| (r.alloc, r.credits));
+        assert_eq!(a, b, "case {case}: mode {mode} n {n} f {f} g {g} credits {credits:?} demand {demand:?}");
+        assert_eq!(rtl.read_credits(held), EngineDriver::read_credits(&mut sw, held), "case {case}: credits after");
+        if a.is_err() {
+            refused += 1
+        } else {
+            served += 1
+        }
+    }
+    assert!(refused >= 50 && served >= 50, "refused {refused}, served {served}");
+}
