@@ -22,6 +22,10 @@ pub struct DemoRequest {
     pub initial_credits: i64,
     /// Workload seed.
     pub seed: u64,
+    /// Where the quanta run.
+    pub backend: crate::backend::Backend,
+    /// How device backends are used.
+    pub device: crate::backend::DeviceOptions,
     /// JSON on stdout instead of tables.
     pub json: bool,
 }
@@ -100,7 +104,9 @@ pub fn run(req: &DemoRequest) -> Result<(), CliError> {
     let bar = progress(req.quanta * Policy::ALL.len(), "demo");
     let mut rows = Vec::new();
     for policy in Policy::ALL {
-        let s = fairshare_sim::run(policy, &config, &demands, |_, _, _| bar.inc(1))?;
+        let mut pool = req.backend.pool(&config, policy, req.device)?;
+        let s = fairshare_sim::run_pool(&mut pool, &demands, |_, _, _| bar.inc(1))?;
+        crate::backend::report(&pool);
         rows.push(PolicyRow {
             policy: policy.name(),
             utilization: s.utilization,

@@ -5,6 +5,7 @@
 //! vectors. Exit status: 0 success, 1 selftest mismatch, 2 bad input (the message
 //! names the file, line, field and value; no partial output file is left behind).
 
+mod backend;
 mod demo;
 mod hdl;
 mod input;
@@ -16,6 +17,7 @@ use clap::{Parser, Subcommand};
 use fairshare::{Alpha, Credits, Policy};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Everything that stops a command. All of these exit with status 2.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +34,9 @@ pub enum CliError {
     /// Reading or writing a file failed.
     #[error("{0}")]
     Io(String),
+    /// A device backend could not be opened.
+    #[error("{0}")]
+    Device(String),
 }
 
 #[derive(Parser)]
@@ -68,6 +73,17 @@ enum Command {
         /// Workload seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Where quanta run: software, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
+        /// Device backends are verified every quantum and fall back to software on a fault.
+        #[arg(long, default_value = "software", value_parser = parse_backend)]
+        backend: backend::Backend,
+        /// With a device backend, check results against the policy's invariants only
+        /// instead of recomputing every quantum in software.
+        #[arg(long)]
+        no_verify: bool,
+        /// With a device backend, how long to wait for a completion (milliseconds).
+        #[arg(long, default_value_t = 2000)]
+        timeout_ms: u64,
         /// Print JSON on stdout instead of tables.
         #[arg(long)]
         json: bool,
@@ -95,6 +111,17 @@ enum Command {
         /// Output CSV file (written atomically); stdout when absent.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Where quanta run: software, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
+        /// Device backends are verified every quantum and fall back to software on a fault.
+        #[arg(long, default_value = "software", value_parser = parse_backend)]
+        backend: backend::Backend,
+        /// With a device backend, check results against the policy's invariants only
+        /// instead of recomputing every quantum in software.
+        #[arg(long)]
+        no_verify: bool,
+        /// With a device backend, how long to wait for a completion (milliseconds).
+        #[arg(long, default_value_t = 2000)]
+        timeout_ms: u64,
         /// Print the summary (on stderr) as JSON.
         #[arg(long)]
         json: bool,
@@ -109,9 +136,36 @@ enum Command {
         /// Vector file in the schema of `vectors/karma_paper.json`.
         #[arg(long)]
         vectors: PathBuf,
-        /// Backend to check.
+        /// Backend to check: software, literal, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
+        #[arg(long, default_value = "software", value_parser = parse_backend)]
+        backend: backend::Backend,
+        /// With a device backend, how long to wait for a completion (milliseconds).
+        #[arg(long, default_value_t = 2000)]
+        timeout_ms: u64,
+    },
+    /// Serve an emulated device over a shared-memory file (the backend
+    /// `emulator:PATH`) until killed: the register map of driver/REGISTERS.md, each
+    /// quantum computed by the RustHDL engine or its software model.
+    DeviceSim {
+        /// The shared-memory file to create.
+        #[arg(long)]
+        shm: PathBuf,
+        /// What computes the quanta.
         #[arg(long, value_enum, default_value = "software")]
-        backend: selftest::Backend,
+        model: fairshare_sim::device::Model,
+        /// Users the device must hold (rounded up to 64, 256, 1024 or 4096).
+        #[arg(long, default_value_t = 4096)]
+        users: usize,
+        /// Engine lanes: 1, 2, 4, 8, 16 or 32.
+        #[arg(long, default_value_t = 16)]
+        lanes: usize,
+        /// Inject a fault, KIND@QUANTUM with KIND late, wrong-seq, corrupt or crash
+        /// (repeatable; for testing the host's fallback).
+        #[arg(long = "fault", value_parser = parse_fault)]
+        faults: Vec<fairshare_sim::device::Fault>,
+        /// How late a `late` completion is (milliseconds).
+        #[arg(long, default_value_t = 3000)]
+        late_ms: u64,
     },
 }
 
@@ -156,6 +210,14 @@ enum HdlCommand {
     },
 }
 
+fn parse_backend(s: &str) -> Result<backend::Backend, String> {
+    s.parse()
+}
+
+fn parse_fault(s: &str) -> Result<fairshare_sim::device::Fault, String> {
+    s.parse()
+}
+
 fn parse_alpha(s: &str) -> Result<Alpha, String> {
     s.parse().map_err(|e: fairshare::Error| e.to_string())
 }
@@ -168,22 +230,90 @@ fn parse_credits(s: &str) -> Result<Credits, String> {
     s.parse().map_err(|e: fairshare::credits::ParseCreditsError| e.to_string())
 }
 
+fn device_options(no_verify: bool, timeout_ms: u64) -> backend::DeviceOptions {
+    let verify = if no_verify { fairshare::offload::Verify::Checks } else { fairshare::offload::Verify::Full };
+    backend::DeviceOptions { verify, timeout: Duration::from_millis(timeout_ms) }
+}
+
+/// `fairshare device-sim`: creates the file, prints `ready` on stdout, serves until
+/// killed (or an injected crash exits with status 70).
+fn device_sim(
+    shm: &std::path::Path,
+    model: fairshare_sim::device::Model,
+    users: usize,
+    lanes: usize,
+    faults: Vec<fairshare_sim::device::Fault>,
+    late_ms: u64,
+) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut emu =
+        fairshare_sim::device::Emulator::create(shm, users, lanes, model, faults).map_err(CliError::Device)?;
+    emu.late_by = Duration::from_millis(late_ms);
+    emu.crash_exits = true;
+    eprintln!(
+        "device-sim: {model:?} model, {lanes} lanes, up to {} users, serving {} (stop with Ctrl-C)",
+        emu.max_users(),
+        shm.display()
+    );
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| CliError::Io(e.to_string()))?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let _ = emu.serve(&stop);
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo { users, quanta, fair_share, alpha, initial_credits, seed, json } => {
-            demo::run(&demo::DemoRequest { users, quanta, fair_share, alpha, initial_credits, seed, json })
-                .map(|_| true)
+        Command::Demo {
+            users,
+            quanta,
+            fair_share,
+            alpha,
+            initial_credits,
+            seed,
+            backend,
+            no_verify,
+            timeout_ms,
+            json,
+        } => {
+            let device = device_options(no_verify, timeout_ms);
+            let req =
+                demo::DemoRequest { users, quanta, fair_share, alpha, initial_credits, seed, backend, device, json };
+            demo::run(&req).map(|_| true)
         }
-        Command::Replay { trace, policy, fair_share, alpha, users, initial_credits, out, json } => {
+        Command::Replay {
+            trace,
+            policy,
+            fair_share,
+            alpha,
+            users,
+            initial_credits,
+            out,
+            backend,
+            no_verify,
+            timeout_ms,
+            json,
+        } => {
             let users = match (&users, fair_share) {
                 (Some(path), _) => input::UserSource::File(path),
                 (None, Some(fair_share)) => input::UserSource::Uniform { fair_share, alpha },
                 (None, None) => unreachable!("clap requires --fair-share or --users"),
             };
-            let req =
-                replay::ReplayRequest { trace: &trace, users, initial_credits, policy, out: out.as_deref(), json };
+            let req = replay::ReplayRequest {
+                trace: &trace,
+                users,
+                initial_credits,
+                policy,
+                out: out.as_deref(),
+                backend,
+                device: device_options(no_verify, timeout_ms),
+                json,
+            };
             replay::run(&req).map(|_| true)
+        }
+        Command::DeviceSim { shm, model, users, lanes, faults, late_ms } => {
+            device_sim(&shm, model, users, lanes, faults, late_ms).map(|_| true)
         }
         Command::Hdl { command: HdlCommand::Regs } => {
             hdl::regs();
@@ -195,7 +325,9 @@ fn main() -> ExitCode {
         Command::Hdl { command: HdlCommand::Cycles { users, lanes, quanta, seed, json } } => {
             hdl::cycles(users, lanes, quanta, seed, json).map(|_| true)
         }
-        Command::Selftest { vectors, backend } => selftest::run(&vectors, backend),
+        Command::Selftest { vectors, backend, timeout_ms } => {
+            selftest::run(&vectors, &backend, Duration::from_millis(timeout_ms))
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -19,6 +19,10 @@ pub struct ReplayRequest<'a> {
     pub policy: Policy,
     /// Output CSV (stdout when absent).
     pub out: Option<&'a Path>,
+    /// Where the quanta run.
+    pub backend: crate::backend::Backend,
+    /// How device backends are used.
+    pub device: crate::backend::DeviceOptions,
     /// Summary as JSON.
     pub json: bool,
 }
@@ -30,11 +34,13 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     let n = trace.users.len();
     let bar = progress(trace.demands.len(), "replay");
     let mut rows: Vec<(Vec<u64>, Vec<Credits>)> = Vec::with_capacity(trace.demands.len());
-    let summary = fairshare_sim::run(req.policy, &config, &trace.demands, |_, _, pool| {
+    let mut pool = req.backend.pool(&config, req.policy, req.device)?;
+    let summary = fairshare_sim::run_pool(&mut pool, &trace.demands, |_, _, pool| {
         rows.push((pool.allocations().to_vec(), pool.credits().to_vec()));
         bar.inc(1);
     })?;
     bar.finish_and_clear();
+    crate::backend::report(&pool);
     write_output(req.out, |out| {
         // A CSV writer, so that user names with commas or quotes come out quoted.
         let mut csv = csv::Writer::from_writer(out);
@@ -54,6 +60,9 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     if req.json {
         let json = serde_json::json!({
             "policy": req.policy.name(),
+            "backend": req.backend.to_string(),
+            "device_quanta": pool.device_quanta(),
+            "fallback": pool.fallback().map(|f| serde_json::json!({ "after_quanta": f.quantum, "reason": f.reason })),
             "quanta": summary.quanta,
             "users": summary.users,
             "capacity": config.capacity(),

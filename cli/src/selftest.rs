@@ -2,25 +2,13 @@
 //! reports each mismatch (case, quantum, user, expected, got). This is the conformance
 //! test a user runs on a new backend or new hardware.
 
+use crate::backend::Backend;
 use crate::CliError;
-use clap::ValueEnum;
 use fairshare::policy::karma;
 use fairshare::vectors::{VectorCase, VectorFile};
-use fairshare::{Credits, Outcome};
+use fairshare::{Credits, Outcome, Policy};
 use std::path::Path;
-
-/// The backends `selftest` can check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
-    /// The batched software implementation (what the library runs).
-    Software,
-    /// The literal slice-by-slice loop (the oracle itself).
-    Literal,
-    /// The RustHDL model of the hardware engine (4 lanes), cycle by cycle. Runs the
-    /// cases that fit the engine (equal shares, credits and demands below 2^31, at
-    /// most 4,096 users) and names the others as skipped.
-    RtlSim,
-}
+use std::time::Duration;
 
 /// Why a vector case cannot run on the engine, if it cannot.
 fn engine_misfit(case: &VectorCase) -> Option<String> {
@@ -40,21 +28,25 @@ fn engine_misfit(case: &VectorCase) -> Option<String> {
     None
 }
 
-/// Runs a case on a fresh simulated engine: credits are written once, then carried by
-/// the engine itself from quantum to quantum.
-fn check_on_engine(case: &VectorCase) -> Vec<fairshare::vectors::Mismatch> {
+/// Runs a case on a device (the RustHDL engine, the emulator, a VFIO device): credits
+/// are restored once, then carried by the device from quantum to quantum. Faults are
+/// reported as mismatches; there is no fallback here, this checks the device itself.
+fn check_on_device(case: &VectorCase, backend: &Backend, timeout: Duration) -> Vec<fairshare::vectors::Mismatch> {
     let n = case.fair_share.len();
-    let mut engine = match fairshare_hdl::catalog::engine(4, n) {
-        Ok(e) => e,
-        Err(e) => return vec![case_error(case, e)],
+    let mut device = match backend.accelerator(n, timeout) {
+        Ok(Some(d)) => d,
+        Ok(None) => return vec![case_error(case, "not a device backend".into())],
+        Err(e) => return vec![case_error(case, e.to_string())],
     };
-    engine.write_credits(&vec![case.initial_credits as u32; n]);
+    if let Err(e) = device.write_credits(&vec![case.initial_credits as u32; n]) {
+        return vec![case_error(case, format!("restoring credits: {e}"))];
+    }
     let (f, g) = (case.fair_share[0] as u32, case.guaranteed[0] as u32);
     case.check(|_, demand, _| {
         let d: Vec<u32> = demand.iter().map(|&x| x as u32).collect();
-        let r = engine.quantum(0, f, g, &d).map_err(|e| format!("engine error code {}", e.0))?;
-        let credits = r.credits.iter().map(|&c| Credits::from_int(c as i64).unwrap_or_default()).collect();
-        Ok::<_, String>(Outcome { alloc: r.alloc.iter().map(|&a| a as u64).collect(), credits })
+        let (alloc, credits) = device.quantum(Policy::Karma, f, g, &d)?;
+        let credits = credits.iter().map(|&c| Credits::from_int(c as i64).unwrap_or_default()).collect();
+        Ok::<_, String>(Outcome { alloc: alloc.iter().map(|&a| a as u64).collect(), credits })
     })
 }
 
@@ -70,7 +62,7 @@ fn case_error(case: &VectorCase, e: String) -> fairshare::vectors::Mismatch {
 }
 
 /// Runs the file; `Ok(true)` when every case matched.
-pub fn run(path: &Path, backend: Backend) -> Result<bool, CliError> {
+pub fn run(path: &Path, backend: &Backend, timeout: Duration) -> Result<bool, CliError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{file}: {e}")))?;
     let vectors = VectorFile::parse(&text).map_err(|e| CliError::Io(format!("{file}: not a vector file: {e}")))?;
@@ -85,13 +77,13 @@ pub fn run(path: &Path, backend: Backend) -> Result<bool, CliError> {
         let mismatches = match backend {
             Backend::Software => case.check(karma::batched),
             Backend::Literal => case.check(karma::literal),
-            Backend::RtlSim => match engine_misfit(case) {
+            device => match engine_misfit(case) {
                 Some(why) => {
                     println!("skip     {} ({why})", case.name);
                     skipped += 1;
                     continue;
                 }
-                None => check_on_engine(case),
+                None => check_on_device(case, device, timeout),
             },
         };
         quanta += case.quanta.len();
@@ -107,7 +99,7 @@ pub fn run(path: &Path, backend: Backend) -> Result<bool, CliError> {
     }
     println!(
         "selftest {file} on backend {}: {} cases, {skipped} skipped, {quanta} quanta run, {failed} cases with mismatches",
-        backend.to_possible_value().map_or("?".into(), |v| v.get_name().to_string()),
+        backend,
         vectors.cases.len()
     );
     Ok(failed == 0)

@@ -1,0 +1,209 @@
+//! The device path end to end with real processes: `fairshare device-sim` serving the
+//! shared-memory file, `fairshare replay --backend emulator:PATH` driving it. Results
+//! must equal the software's byte for byte, also when the emulator injects a fault
+//! (the host must switch to software cleanly, with no credit lost).
+
+#![allow(clippy::unwrap_used)]
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+fn fairshare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().unwrap()
+}
+
+/// A running `device-sim`; killed on drop.
+struct Sim(Child);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `device-sim` on `shm` and waits for its `ready`.
+fn device_sim(shm: &Path, extra: &[&str]) -> Sim {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fairshare"))
+        .args(["device-sim", "--shm", shm.to_str().unwrap()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "device-sim did not start");
+    Sim(child)
+}
+
+/// A bursty trace: `quanta` x `users` demands, CSV `quantum,user,demand`.
+fn trace(dir: &Path, users: usize, quanta: usize, seed: u64) -> PathBuf {
+    let mut s = String::from("quantum,user,demand\n");
+    let mut x = seed | 1;
+    for q in 0..quanta {
+        for u in 0..users {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let d = match x % 8 {
+                0..=2 => 0,
+                3 | 4 => x % 12,
+                5 | 6 => 10 + x % 30,
+                _ => x % 200,
+            };
+            writeln!(s, "{q},u{u},{d}").unwrap();
+        }
+    }
+    let path = dir.join(format!("trace_{users}_{quanta}.csv"));
+    std::fs::write(&path, s).unwrap();
+    path
+}
+
+/// Replays `trace` on `backend`; returns (CSV output, JSON summary).
+fn replay(dir: &Path, trace: &Path, backend: &str, extra: &[&str]) -> (String, serde_json::Value) {
+    let out = dir.join(format!("out_{}.csv", backend.replace(['/', ':'], "_")));
+    let mut args = vec![
+        "replay",
+        trace.to_str().unwrap(),
+        "--fair-share",
+        "10",
+        "--initial-credits",
+        "100",
+        "--backend",
+        backend,
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend(extra);
+    let o = fairshare(&args);
+    assert!(o.status.success(), "replay on {backend}: {}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    let json = stderr.lines().rev().find_map(|l| serde_json::from_str(l).ok()).unwrap();
+    (std::fs::read_to_string(out).unwrap(), json)
+}
+
+#[test]
+fn ten_thousand_quanta_through_a_device_sim_process_equal_the_software() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path(), 50, 10_000, 7);
+    let (want, _) = replay(dir.path(), &t, "software", &[]);
+    let shm = dir.path().join("dev.shm");
+    let _sim = device_sim(&shm, &["--model", "software", "--users", "50", "--lanes", "16"]);
+    let backend = format!("emulator:{}", shm.display());
+    let (got, json) = replay(dir.path(), &t, &backend, &[]);
+    assert_eq!(json["fallback"], serde_json::Value::Null, "{json}");
+    assert_eq!(json["device_quanta"], 10_000, "{json}");
+    assert!(got == want, "the emulated device's replay differs from the software's");
+}
+
+/// The same path with the RustHDL engine computing in the emulator (cycle by cycle, so
+/// fewer quanta).
+#[test]
+fn rtl_model_in_a_device_sim_process_equals_the_software() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path(), 50, 400, 8);
+    let (want, _) = replay(dir.path(), &t, "software", &[]);
+    let shm = dir.path().join("rtl.shm");
+    let _sim = device_sim(&shm, &["--model", "rtl", "--users", "50", "--lanes", "4"]);
+    let backend = format!("emulator:{}", shm.display());
+    let (got, json) = replay(dir.path(), &t, &backend, &[]);
+    assert_eq!(json["fallback"], serde_json::Value::Null, "{json}");
+    assert_eq!(json["device_quanta"], 400, "{json}");
+    assert!(got == want, "the RTL emulator's replay differs from the software's");
+}
+
+#[test]
+fn every_injected_fault_ends_in_a_clean_switch_to_software() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path(), 40, 60, 11);
+    let (want, _) = replay(dir.path(), &t, "software", &[]);
+    for (fault, words) in [
+        ("late@5", "no completion within"),
+        ("wrong-seq@9", "sequence number"),
+        ("corrupt@13", "differs from the software"),
+        ("crash@17", "no completion within"),
+    ] {
+        for verify in [&[][..], &["--no-verify"][..]] {
+            let shm = dir.path().join(format!("{}.shm", fault.replace('@', "_")));
+            let _sim = device_sim(&shm, &["--users", "40", "--lanes", "4", "--fault", fault, "--late-ms", "1500"]);
+            let backend = format!("emulator:{}", shm.display());
+            let mut extra = vec!["--timeout-ms", "300"];
+            extra.extend(verify);
+            let (got, json) = replay(dir.path(), &t, &backend, &extra);
+            let at: u64 = fault.split('@').nth(1).unwrap().parse().unwrap();
+            assert_eq!(json["fallback"]["after_quanta"], at - 1, "{fault} {verify:?}: {json}");
+            assert_eq!(json["device_quanta"], at - 1, "{fault} {verify:?}: {json}");
+            let reason = json["fallback"]["reason"].as_str().unwrap();
+            // Without full verification a corrupted allocation is caught by the invariants:
+            // above the demand, or credits that do not add up.
+            let ok = if verify.is_empty() || fault != "corrupt@13" {
+                reason.contains(words)
+            } else {
+                reason.contains("outside") || reason.contains("conservation")
+            };
+            assert!(ok, "{fault} {verify:?}: {reason}");
+            assert!(got == want, "{fault} {verify:?}: the output differs from the software's");
+        }
+    }
+}
+
+#[test]
+fn selftest_and_demo_run_on_the_emulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let shm = dir.path().join("dev.shm");
+    let _sim = device_sim(&shm, &["--model", "rtl", "--users", "256", "--lanes", "8"]);
+    let backend = format!("emulator:{}", shm.display());
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors/karma_random.json");
+    let o = fairshare(&["selftest", "--vectors", vectors.to_str().unwrap(), "--backend", &backend]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}");
+    assert!(stdout.contains("0 cases with mismatches") && !stdout.contains(" 0 quanta run"), "{stdout}");
+    let demo = |backend: &str| {
+        let o = fairshare(&["demo", "--users", "60", "--quanta", "40", "--json", "--backend", backend]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stderr.is_empty() || !String::from_utf8_lossy(&o.stderr).contains("dropped"));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["policies"].clone()
+    };
+    assert_eq!(demo(&backend), demo("software"));
+}
+
+#[test]
+fn device_backends_that_are_not_there_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path(), 3, 2, 1);
+    let missing = dir.path().join("nobody.shm");
+    let o = fairshare(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--fair-share",
+        "2",
+        "--backend",
+        &format!("emulator:{}", missing.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("start `fairshare device-sim --shm"), "{err}");
+    let o = fairshare(&["replay", t.to_str().unwrap(), "--fair-share", "2", "--backend", "vfio:0000:ff:1f.7"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("vfio-pci") || err.contains("lspci"), "{err}");
+    let junk = dir.path().join("junk.shm");
+    std::fs::write(&junk, vec![0u8; 8192]).unwrap();
+    let o = fairshare(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--fair-share",
+        "2",
+        "--backend",
+        &format!("emulator:{}", junk.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("MAGIC"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = fairshare(&["replay", t.to_str().unwrap(), "--fair-share", "2", "--backend", "fpga"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("emulator:PATH"));
+}

@@ -1,0 +1,297 @@
+//! The emulated device: serves the register map of `fairshare_driver::abi` over the
+//! shared-memory file of `fairshare_driver::shm`, and computes each quantum with the
+//! RustHDL engine (cycle by cycle) or its software model, writing results and the
+//! completion record as the hardware's DMA would. `fairshare device-sim` runs it as a
+//! separate process; tests may run it on a thread ([`Emulator::serve`] with a stop
+//! flag).
+//!
+//! Faults can be injected on request, each at one quantum (counted from 1 by this
+//! emulator): a late completion, a wrong sequence number, a corrupted allocation, or a
+//! crash after half of the results are written.
+
+use fairshare_driver::abi::{self, Completion};
+use fairshare_driver::mmio::{barrier, Region};
+use fairshare_driver::shm;
+use fairshare_hdl::catalog::{self, EngineDriver, SoftwareEngine};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What computes the quanta.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Model {
+    /// The RustHDL engine, cycle by cycle.
+    Rtl,
+    /// The engine's software model (same results and status codes, no cycles).
+    Software,
+}
+
+/// A kind of injected fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The completion is written after a delay (see [`Emulator::late_by`]).
+    Late,
+    /// The completion carries another sequence number.
+    WrongSeq,
+    /// User 0's allocation is one slice more than computed.
+    Corrupt,
+    /// Half of the results are written, then the emulator stops (the process exits
+    /// with status 70; on a thread, [`Emulator::serve`] returns).
+    Crash,
+}
+
+/// A fault at one quantum: `KIND@Q`, e.g. `late@3`, `wrong-seq@1`, `corrupt@10`,
+/// `crash@5`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// What.
+    pub kind: FaultKind,
+    /// At which quantum served (from 1).
+    pub at: u64,
+}
+
+impl FromStr for Fault {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, at) = s.split_once('@').ok_or_else(|| format!("fault `{s}`: expected KIND@QUANTUM, e.g. late@3"))?;
+        let kind = match kind {
+            "late" => FaultKind::Late,
+            "wrong-seq" => FaultKind::WrongSeq,
+            "corrupt" => FaultKind::Corrupt,
+            "crash" => FaultKind::Crash,
+            other => return Err(format!("fault `{other}`: use late, wrong-seq, corrupt or crash")),
+        };
+        let at: u64 = at.parse().map_err(|_| format!("fault `{s}`: `{at}` is not a quantum number"))?;
+        if at == 0 {
+            return Err(format!("fault `{s}`: quanta count from 1"));
+        }
+        Ok(Fault { kind, at })
+    }
+}
+
+/// A device served over a shared-memory file.
+pub struct Emulator {
+    _file: File,
+    path: PathBuf,
+    bar: Region,
+    dma: Region,
+    engine: Box<dyn EngineDriver>,
+    faults: Vec<Fault>,
+    served: u64,
+    quanta_ok: u32,
+    last_seq: u32,
+    last_cmd: u32,
+    /// How late a `late` completion is (default 3 s, above the host's default 2 s timeout).
+    pub late_by: Duration,
+    /// Whether a `crash` fault exits the process (true for `fairshare device-sim`).
+    pub crash_exits: bool,
+}
+
+/// The emulator stopped because of an injected crash.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Crashed;
+
+impl Emulator {
+    /// Creates the shared-memory file at `path` for an engine of `lanes` lanes holding
+    /// `users` users, fills in the identification registers (`MAGIC` last, then the file
+    /// is renamed into place, so a host never sees half a device).
+    pub fn create(path: &Path, users: usize, lanes: usize, model: Model, faults: Vec<Fault>) -> Result<Self, String> {
+        let engine: Box<dyn EngineDriver> = match model {
+            Model::Rtl => catalog::engine(lanes, users)?,
+            Model::Software => {
+                let capacity = catalog::engine_capacity(lanes, users)?;
+                Box::new(SoftwareEngine::new(lanes, capacity))
+            }
+        };
+        let max_users = engine.capacity();
+        let tmp = path.with_extension("creating");
+        let (file, bar, dma) = shm::create(&tmp, max_users).map_err(|e| format!("creating {}: {e}", tmp.display()))?;
+        let caps = abi::CAPS_WEIGHTED
+            .set(abi::CAPS_MODES.set(abi::CAPS_CREDIT_BITS.set(abi::CAPS_LANES.set(0, lanes as u32), 32), 0b111), 0);
+        let init = [
+            (abi::VERSION.offset, abi::VERSION_VALUE),
+            (abi::MAX_USERS.offset, max_users as u32),
+            (abi::CAPS.offset, caps),
+        ];
+        for (off, v) in init {
+            bar.write32(off as usize, v).map_err(|e| e.to_string())?;
+        }
+        barrier();
+        bar.write32(abi::MAGIC.offset as usize, abi::MAGIC_VALUE).map_err(|e| e.to_string())?;
+        barrier();
+        std::fs::rename(&tmp, path).map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), path.display()))?;
+        Ok(Emulator {
+            _file: file,
+            path: path.to_path_buf(),
+            bar,
+            dma,
+            engine,
+            faults,
+            served: 0,
+            quanta_ok: 0,
+            last_seq: 0,
+            last_cmd: 0,
+            late_by: Duration::from_secs(3),
+            crash_exits: false,
+        })
+    }
+
+    /// Most users.
+    pub fn max_users(&self) -> usize {
+        self.engine.capacity()
+    }
+
+    /// Quanta served so far.
+    pub fn served(&self) -> u64 {
+        self.served
+    }
+
+    fn reg(&self, r: abi::Register) -> u32 {
+        self.bar.read32(r.offset as usize).unwrap_or(0)
+    }
+
+    fn set(&self, r: abi::Register, v: u32) {
+        let _ = self.bar.write32(r.offset as usize, v);
+    }
+
+    fn fault(&self, kind: FaultKind) -> bool {
+        self.faults.iter().any(|f| f.kind == kind && f.at == self.served)
+    }
+
+    /// Serves until `stop` is set (or an injected crash). Polls the doorbell and the
+    /// credit command registers, spinning briefly and then sleeping 50 us when idle.
+    pub fn serve(&mut self, stop: &AtomicBool) -> Result<(), Crashed> {
+        let mut idle = 0u32;
+        while !stop.load(Ordering::Relaxed) {
+            if self.poll()? {
+                idle = 0;
+            } else {
+                idle += 1;
+                if idle > 2000 {
+                    std::thread::sleep(Duration::from_micros(50));
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles one pending doorbell or credit command; false when there was none.
+    pub fn poll(&mut self) -> Result<bool, Crashed> {
+        barrier();
+        let seq = self.reg(abi::DOORBELL);
+        if seq != self.last_seq {
+            self.last_seq = seq;
+            self.quantum(seq)?;
+            return Ok(true);
+        }
+        let cmd = self.reg(abi::CREDIT_CMD);
+        if cmd != self.last_cmd {
+            self.last_cmd = cmd;
+            self.credit_command(cmd);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn credit_command(&mut self, cmd: u32) {
+        let row = self.reg(abi::CREDIT_ROW) as usize;
+        let lanes = self.engine.lanes();
+        if row * lanes < self.engine.capacity() {
+            if abi::CREDIT_CMD_WRITE.get(cmd) == 1 {
+                let words: Vec<u32> =
+                    (0..lanes).map(|l| self.bar.read32(abi::credit_data(l) as usize).unwrap_or(0)).collect();
+                self.engine.write_row(row, &words);
+            } else {
+                for (l, w) in self.engine.read_row(row).into_iter().enumerate() {
+                    let _ = self.bar.write32(abi::credit_data(l) as usize, w);
+                }
+            }
+        }
+        barrier();
+        self.set(abi::CREDIT_ACK, cmd);
+    }
+
+    /// Bus address registers as offsets into the DMA region.
+    fn address(&self, lo: abi::Register, hi: abi::Register) -> usize {
+        ((self.reg(hi) as u64) << 32 | self.reg(lo) as u64) as usize
+    }
+
+    fn quantum(&mut self, seq: u32) -> Result<(), Crashed> {
+        self.served += 1;
+        self.set(abi::STATUS, abi::STATUS_BUSY.set(0, 1));
+        let mode = abi::CONTROL_MODE.get(self.reg(abi::CONTROL)) as u8;
+        let n = self.reg(abi::N_USERS) as usize;
+        let (fair, guaranteed) = (self.reg(abi::FAIR_SHARE), self.reg(abi::GUARANTEED));
+        let demand_at = self.address(abi::DEMAND_ADDR_LO, abi::DEMAND_ADDR_HI);
+        let result_at = self.address(abi::RESULT_ADDR_LO, abi::RESULT_ADDR_HI);
+        let completion_at = self.address(abi::COMPLETION_ADDR_LO, abi::COMPLETION_ADDR_HI);
+        let outcome = if n == 0 || n > self.engine.capacity() {
+            Err(abi::status::USERS)
+        } else {
+            let mut demand = vec![0u32; n];
+            match self.dma.read_words(demand_at, &mut demand) {
+                Err(e) => {
+                    eprintln!("device-sim: quantum {seq}: demand buffer: {e}; no completion");
+                    return Ok(());
+                }
+                Ok(()) => self.engine.quantum(mode, fair, guaranteed, &demand).map_err(|e| e.0),
+            }
+        };
+        let (code, cycles) = match outcome {
+            Ok(mut r) => {
+                if self.fault(FaultKind::Corrupt) {
+                    r.alloc[0] += 1;
+                }
+                let words: Vec<u32> = r.alloc.iter().zip(&r.credits).flat_map(|(&a, &c)| [a, c]).collect();
+                let written = if self.fault(FaultKind::Crash) { &words[..words.len() / 2] } else { &words[..] };
+                if let Err(e) = self.dma.write_words(result_at, written) {
+                    eprintln!("device-sim: quantum {seq}: result buffer: {e}; no completion");
+                    return Ok(());
+                }
+                if self.fault(FaultKind::Crash) {
+                    eprintln!("device-sim: injected crash in quantum {} (sequence number {seq})", self.served);
+                    if self.crash_exits {
+                        std::process::exit(70);
+                    }
+                    return Err(Crashed);
+                }
+                self.quanta_ok = self.quanta_ok.wrapping_add(1);
+                (abi::status::NONE, r.cycles)
+            }
+            Err(code) => (code, 0),
+        };
+        if self.fault(FaultKind::Late) {
+            std::thread::sleep(self.late_by);
+        }
+        let status = abi::STATUS_ERROR.set(abi::STATUS_DONE.set(0, 1), code);
+        let echoed = if self.fault(FaultKind::WrongSeq) { seq.wrapping_add(7) } else { seq };
+        let record = Completion { seq: echoed, status, cycles, quanta: self.quanta_ok };
+        barrier();
+        // Status, cycles and quanta first; the sequence number (what the host polls) last.
+        let words = [record.status, record.cycles, record.quanta];
+        if self
+            .dma
+            .write_words(completion_at + 4, &words)
+            .and_then(|_| self.dma.write32(completion_at, record.seq))
+            .is_err()
+        {
+            eprintln!("device-sim: quantum {seq}: the completion address is outside the DMA region");
+        }
+        self.set(abi::CYCLES, cycles);
+        self.set(abi::QUANTA, self.quanta_ok);
+        self.set(abi::SEQ_DONE, seq);
+        self.set(abi::STATUS, status);
+        Ok(())
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        // A host that opens the path later must not find a device that is gone.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
