@@ -295,3 +295,51 @@ impl Drop for Emulator {
         let _ = std::fs::remove_file(&self.path);
     }
 }
+
+/// An emulator serving on a thread of this process (the in-process variant, for tests
+/// and benchmarks). Dropping it stops the thread and removes the file.
+pub struct InProcess {
+    stop: std::sync::Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<(), Crashed>>>,
+}
+
+impl InProcess {
+    /// Creates the file at `path` and starts serving it; returns once a host may open it.
+    pub fn start(path: &Path, users: usize, lanes: usize, model: Model, faults: Vec<Fault>) -> Result<Self, String> {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (path, flag) = (path.to_path_buf(), stop.clone());
+        // The RustHDL model is built on the thread that runs it (and needs a deep stack
+        // for wide shapes).
+        let thread = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(move || match Emulator::create(&path, users, lanes, model, faults) {
+                Ok(mut emu) => {
+                    let _ = tx.send(Ok(()));
+                    emu.serve(&flag)
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    Ok(())
+                }
+            })
+            .map_err(|e| format!("starting the emulator thread: {e}"))?;
+        rx.recv().map_err(|_| "the emulator thread stopped before it was ready".to_string())??;
+        Ok(InProcess { stop, thread: Some(thread) })
+    }
+
+    /// Stops serving; `Err(Crashed)` if an injected crash had already stopped it.
+    pub fn stop(mut self) -> Result<(), Crashed> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().map_or(Ok(()), |t| t.join().unwrap_or(Err(Crashed)))
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

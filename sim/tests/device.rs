@@ -1,0 +1,68 @@
+//! The emulated device on a thread of the test process, driven through the
+//! shared-memory driver: credits through the registers, quanta through the doorbell,
+//! and an injected crash that the offload backend survives.
+
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use fairshare::offload::{Offload, Verify};
+use fairshare::{Allocator, Alpha, Policy, PoolConfig};
+use fairshare_sim::device::{Fault, InProcess, Model};
+
+fn demands(users: usize, quanta: usize) -> Vec<Vec<u64>> {
+    fairshare_sim::workload::bursty(users, quanta, 10, 5)
+}
+
+#[test]
+fn quanta_and_credits_through_the_shared_memory_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    for model in [Model::Rtl, Model::Software] {
+        let path = dir.path().join(format!("{model:?}.shm"));
+        let emu = InProcess::start(&path, 30, 8, model, vec![]).unwrap();
+        let mut dev = fairshare_driver::shm::open(&path).unwrap();
+        assert_eq!(dev.info().max_users, 64);
+        assert_eq!(dev.info().lanes, 8);
+        let credits: Vec<u32> = (0..30).map(|u| 7 * u + 1).collect();
+        dev.write_credits(&credits).unwrap();
+        assert_eq!(dev.read_credits(30).unwrap(), credits);
+        let config = PoolConfig::equal(30, 10, Alpha::new(1, 2).unwrap(), 0).unwrap();
+        let mut pool = Allocator::new(config.clone(), Policy::Karma).unwrap();
+        let mut offload = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(dev), Verify::Full);
+        for d in demands(30, 200) {
+            assert_eq!(offload.allocate(&d).unwrap(), pool.allocate(&d).unwrap());
+        }
+        assert!(offload.on_device(), "{:?}", offload.fallback());
+        assert_eq!(offload.checkpoint(), pool.credits());
+        assert!(offload.on_device(), "checkpoint through the registers: {:?}", offload.fallback());
+        assert_eq!(offload.device_quanta(), 200);
+        emu.stop().unwrap();
+        assert!(!path.exists(), "the emulator removes its file when it stops");
+    }
+}
+
+#[test]
+fn a_crash_mid_quantum_is_survived() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.shm");
+    let emu = InProcess::start(&path, 20, 4, Model::Software, vec!["crash@6".parse::<Fault>().unwrap()]).unwrap();
+    let mut dev = fairshare_driver::shm::open(&path).unwrap();
+    dev.timeout = std::time::Duration::from_millis(200);
+    let config = PoolConfig::equal(20, 10, Alpha::new(1, 2).unwrap(), 50).unwrap();
+    let mut pool = Allocator::new(config.clone(), Policy::Karma).unwrap();
+    let mut offload = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(dev), Verify::Checks);
+    for d in demands(20, 30) {
+        assert_eq!(offload.allocate(&d).unwrap(), pool.allocate(&d).unwrap());
+        assert_eq!(offload.pool().credits(), pool.credits());
+    }
+    let fb = offload.fallback().unwrap();
+    assert_eq!(fb.quantum, 5);
+    assert!(fb.reason.contains("no completion"), "{}", fb.reason);
+    assert!(emu.stop().is_err(), "the emulator thread reports the injected crash");
+}
+
+#[test]
+fn bad_fault_specs_are_refused_with_the_reason() {
+    for (spec, words) in [("late", "KIND@QUANTUM"), ("melt@3", "use late"), ("late@x", "not a quantum"), ("late@0", "from 1")] {
+        let e = spec.parse::<Fault>().unwrap_err();
+        assert!(e.contains(words), "{spec}: {e}");
+    }
+}
