@@ -73,17 +73,8 @@ enum Command {
         /// Workload seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Where quanta run: software, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
-        /// Device backends are verified every quantum and fall back to software on a fault.
-        #[arg(long, default_value = "software", value_parser = parse_backend)]
-        backend: backend::Backend,
-        /// With a device backend, check results against the policy's invariants only
-        /// instead of recomputing every quantum in software.
-        #[arg(long)]
-        no_verify: bool,
-        /// With a device backend, how long to wait for a completion (milliseconds).
-        #[arg(long, default_value_t = 2000)]
-        timeout_ms: u64,
+        #[command(flatten)]
+        device: DeviceArgs,
         /// Print JSON on stdout instead of tables.
         #[arg(long)]
         json: bool,
@@ -111,17 +102,8 @@ enum Command {
         /// Output CSV file (written atomically); stdout when absent.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Where quanta run: software, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
-        /// Device backends are verified every quantum and fall back to software on a fault.
-        #[arg(long, default_value = "software", value_parser = parse_backend)]
-        backend: backend::Backend,
-        /// With a device backend, check results against the policy's invariants only
-        /// instead of recomputing every quantum in software.
-        #[arg(long)]
-        no_verify: bool,
-        /// With a device backend, how long to wait for a completion (milliseconds).
-        #[arg(long, default_value_t = 2000)]
-        timeout_ms: u64,
+        #[command(flatten)]
+        device: DeviceArgs,
         /// Print the summary (on stderr) as JSON.
         #[arg(long)]
         json: bool,
@@ -167,6 +149,22 @@ enum Command {
         #[arg(long, default_value_t = 3000)]
         late_ms: u64,
     },
+}
+
+/// Where `demo` and `replay` run their quanta.
+#[derive(clap::Args)]
+struct DeviceArgs {
+    /// Where quanta run: software, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
+    /// Device backends are verified every quantum and fall back to software on a fault.
+    #[arg(long, default_value = "software", value_parser = parse_backend)]
+    backend: backend::Backend,
+    /// With a device backend, check results against the policy's invariants only
+    /// instead of recomputing every quantum in software.
+    #[arg(long)]
+    no_verify: bool,
+    /// With a device backend, how long to wait for a completion (milliseconds).
+    #[arg(long, default_value_t = 2000)]
+    timeout_ms: u64,
 }
 
 #[derive(Subcommand)]
@@ -272,9 +270,7 @@ fn main() -> ExitCode {
             alpha,
             initial_credits,
             seed,
-            backend,
-            no_verify,
-            timeout_ms,
+            device: DeviceArgs { backend, no_verify, timeout_ms },
             json,
         } => {
             let device = device_options(no_verify, timeout_ms);
@@ -290,9 +286,7 @@ fn main() -> ExitCode {
             users,
             initial_credits,
             out,
-            backend,
-            no_verify,
-            timeout_ms,
+            device: DeviceArgs { backend, no_verify, timeout_ms },
             json,
         } => {
             let users = match (&users, fair_share) {

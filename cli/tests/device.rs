@@ -86,34 +86,31 @@ fn replay(dir: &Path, trace: &Path, backend: &str, extra: &[&str]) -> (String, s
     (std::fs::read_to_string(out).unwrap(), json)
 }
 
-#[test]
-fn ten_thousand_quanta_through_a_device_sim_process_equal_the_software() {
+/// `quanta` quanta of 50 users through a `device-sim` process computing with `model`
+/// on `lanes` lanes: every quantum on the device, output byte-equal to the software's.
+fn replay_through_device_sim(model: &str, lanes: &str, quanta: usize, seed: u64) {
     let dir = tempfile::tempdir().unwrap();
-    let t = trace(dir.path(), 50, 10_000, 7);
+    let t = trace(dir.path(), 50, quanta, seed);
     let (want, _) = replay(dir.path(), &t, "software", &[]);
     let shm = dir.path().join("dev.shm");
-    let _sim = device_sim(&shm, &["--model", "software", "--users", "50", "--lanes", "16"]);
+    let _sim = device_sim(&shm, &["--model", model, "--users", "50", "--lanes", lanes]);
     let backend = format!("emulator:{}", shm.display());
     let (got, json) = replay(dir.path(), &t, &backend, &[]);
     assert_eq!(json["fallback"], serde_json::Value::Null, "{json}");
-    assert_eq!(json["device_quanta"], 10_000, "{json}");
-    assert!(got == want, "the emulated device's replay differs from the software's");
+    assert_eq!(json["device_quanta"], quanta, "{json}");
+    assert!(got == want, "the {model} emulator's replay differs from the software's");
+}
+
+#[test]
+fn ten_thousand_quanta_through_a_device_sim_process_equal_the_software() {
+    replay_through_device_sim("software", "16", 10_000, 7);
 }
 
 /// The same path with the RustHDL engine computing in the emulator (cycle by cycle, so
 /// fewer quanta).
 #[test]
 fn rtl_model_in_a_device_sim_process_equals_the_software() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = trace(dir.path(), 50, 400, 8);
-    let (want, _) = replay(dir.path(), &t, "software", &[]);
-    let shm = dir.path().join("rtl.shm");
-    let _sim = device_sim(&shm, &["--model", "rtl", "--users", "50", "--lanes", "4"]);
-    let backend = format!("emulator:{}", shm.display());
-    let (got, json) = replay(dir.path(), &t, &backend, &[]);
-    assert_eq!(json["fallback"], serde_json::Value::Null, "{json}");
-    assert_eq!(json["device_quanta"], 400, "{json}");
-    assert!(got == want, "the RTL emulator's replay differs from the software's");
+    replay_through_device_sim("rtl", "4", 400, 8);
 }
 
 #[test]

@@ -61,7 +61,9 @@ fn a_crash_mid_quantum_is_survived() {
 
 #[test]
 fn bad_fault_specs_are_refused_with_the_reason() {
-    for (spec, words) in [("late", "KIND@QUANTUM"), ("melt@3", "use late"), ("late@x", "not a quantum"), ("late@0", "from 1")] {
+    for (spec, words) in
+        [("late", "KIND@QUANTUM"), ("melt@3", "use late"), ("late@x", "not a quantum"), ("late@0", "from 1")]
+    {
         let e = spec.parse::<Fault>().unwrap_err();
         assert!(e.contains(words), "{spec}: {e}");
     }
