@@ -309,20 +309,24 @@ pub struct Completion {
 }
 
 impl Completion {
-    /// The record's bytes.
-    pub fn to_bytes(self) -> [u8; COMPLETION_BYTES] {
-        let mut b = [0; COMPLETION_BYTES];
-        for (i, w) in [self.seq, self.status, self.cycles, self.quanta].into_iter().enumerate() {
-            b[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
-        }
-        b
+    /// The record as the words the device writes, in order.
+    pub fn to_words(self) -> [u32; COMPLETION_BYTES / 4] {
+        [self.seq, self.status, self.cycles, self.quanta]
     }
 
-    /// Parses a record.
-    pub fn from_bytes(b: &[u8; COMPLETION_BYTES]) -> Self {
-        let w = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
-        Completion { seq: w(0), status: w(1), cycles: w(2), quanta: w(3) }
+    /// Parses the record's words.
+    pub fn from_words(w: [u32; COMPLETION_BYTES / 4]) -> Self {
+        Completion { seq: w[0], status: w[1], cycles: w[2], quanta: w[3] }
     }
+}
+
+/// The `CAPS` word of a device with `lanes` lanes, 32-bit words, all three modes and no
+/// weighted shares (what the RustHDL block and the emulator report).
+pub fn caps_word(lanes: usize) -> u32 {
+    let w = CAPS_LANES.set(0, lanes as u32);
+    let w = CAPS_CREDIT_BITS.set(w, 32);
+    let w = CAPS_MODES.set(w, (1 << mode::KARMA) | (1 << mode::MAXMIN) | (1 << mode::STRICT));
+    CAPS_WEIGHTED.set(w, 0)
 }
 
 /// `REGISTERS.md`: the register map as markdown. A test keeps the committed file equal
@@ -415,8 +419,8 @@ mod tests {
     #[test]
     fn completion_round_trips() {
         let c = Completion { seq: 7, status: 0x502, cycles: 300, quanta: u32::MAX };
-        assert_eq!(Completion::from_bytes(&c.to_bytes()), c);
-        assert_eq!(&c.to_bytes()[0..4], &[7, 0, 0, 0]);
+        assert_eq!(Completion::from_words(c.to_words()), c);
+        assert_eq!(c.to_words()[0], 7, "the sequence number is the first word (the one the host polls)");
     }
 
     #[test]

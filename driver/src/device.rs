@@ -194,6 +194,12 @@ impl Device {
             modes: abi::CAPS_MODES.get(caps),
             weighted: abi::CAPS_WEIGHTED.get(caps) == 1,
         };
+        if info.credit_bits != 32 {
+            return Err(OpenError::Bar(format!(
+                "reports {}-bit credit words; this host speaks 32-bit words only",
+                info.credit_bits
+            )));
+        }
         if info.lanes == 0 || info.lanes > abi::MAX_LANES {
             return Err(OpenError::Bar(format!("reports {} lanes (1 to {} supported)", info.lanes, abi::MAX_LANES)));
         }
@@ -267,31 +273,11 @@ impl Device {
         barrier();
         self.reg_write(abi::DOORBELL.offset, seq)?;
         self.seq = seq;
-        let start = Instant::now();
-        let mut spins = 0u32;
-        let got = loop {
-            let s = self.dma.read32(self.layout.completion)?;
-            if s != !seq {
-                break s;
-            }
-            if start.elapsed() > self.timeout {
-                return Err(DeviceFault::Timeout { what: format!("quantum {seq}"), after: self.timeout });
-            }
-            // Spin first (a fast device answers in microseconds), then yield, then
-            // sleep, so that a slow one (the RTL emulator) keeps the CPU to itself.
-            spins += 1;
-            if spins > 20_000 {
-                std::thread::sleep(Duration::from_micros(20));
-            } else if spins > 2_000 {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        };
+        self.wait(|| format!("quantum {seq}"), |dev| Ok(dev.dma.read32(dev.layout.completion)? != !seq))?;
         barrier();
         let mut words = [0u32; abi::COMPLETION_BYTES / 4];
         self.dma.read_words(self.layout.completion, &mut words)?;
-        let record = Completion { seq: got, status: words[1], cycles: words[2], quanta: words[3] };
+        let record = Completion::from_words(words);
         if record.seq != seq {
             return Err(DeviceFault::Sequence { expected: seq, got: record.seq });
         }
@@ -310,14 +296,34 @@ impl Device {
         let cmd = abi::CREDIT_CMD_TAG.set(abi::CREDIT_CMD_WRITE.set(0, write as u32), self.tag);
         barrier();
         self.reg_write(abi::CREDIT_CMD.offset, cmd)?;
-        let start = Instant::now();
-        while self.reg_read(abi::CREDIT_ACK.offset)? != cmd {
-            if start.elapsed() > self.timeout {
-                return Err(DeviceFault::Timeout { what: format!("credit command 0x{cmd:08X}"), after: self.timeout });
-            }
-            std::thread::yield_now();
-        }
+        self.wait(|| format!("credit command 0x{cmd:08X}"), |dev| Ok(dev.reg_read(abi::CREDIT_ACK.offset)? == cmd))?;
         barrier();
+        Ok(())
+    }
+
+    /// Polls `done` until it holds or the timeout passes. Spins first (a fast device
+    /// answers in microseconds), then yields, then sleeps, so that a slow one (the RTL
+    /// emulator on the same cores) keeps the CPU to itself.
+    fn wait(
+        &self,
+        what: impl FnOnce() -> String,
+        mut done: impl FnMut(&Self) -> Result<bool, DeviceFault>,
+    ) -> Result<(), DeviceFault> {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while !done(self)? {
+            if start.elapsed() > self.timeout {
+                return Err(DeviceFault::Timeout { what: what(), after: self.timeout });
+            }
+            spins = spins.saturating_add(1);
+            if spins > 20_000 {
+                std::thread::sleep(Duration::from_micros(20));
+            } else if spins > 2_000 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
         Ok(())
     }
 
@@ -376,9 +382,6 @@ impl fairshare::offload::Accelerator for Device {
     fn max_users(&self) -> usize {
         self.info.max_users
     }
-    fn weighted(&self) -> bool {
-        self.info.weighted
-    }
     fn write_credits(&mut self, credits: &[u32]) -> Result<(), String> {
         Device::write_credits(self, credits).map_err(|e| e.to_string())
     }
@@ -394,5 +397,53 @@ impl fairshare::offload::Accelerator for Device {
     ) -> Result<(Vec<u32>, Vec<u32>), String> {
         let out = Device::quantum(self, mode_of(policy), fair, guaranteed, demand).map_err(|e| e.to_string())?;
         Ok((out.alloc, out.credits))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// BAR0 and DMA regions in plain memory with the identification registers set.
+    fn regions(magic: u32, version: u32, caps: u32) -> (Region, Region) {
+        let bar = Region::anonymous(4096).unwrap();
+        for (r, v) in [(abi::MAGIC, magic), (abi::VERSION, version), (abi::CAPS, caps), (abi::MAX_USERS, 64)] {
+            bar.write32(r.offset as usize, v).unwrap();
+        }
+        (bar, Region::anonymous(DmaLayout::for_users(64).total).unwrap())
+    }
+
+    fn attach(magic: u32, version: u32, caps: u32) -> Result<Device, OpenError> {
+        let (bar, dma) = regions(magic, version, caps);
+        Device::attach(bar, dma, 0x1000, "test".into(), None)
+    }
+
+    #[test]
+    fn attach_checks_identity_and_capabilities() {
+        let good = abi::caps_word(4);
+        let dev = attach(abi::MAGIC_VALUE, abi::VERSION_VALUE, good).unwrap();
+        assert_eq!(dev.info(), DeviceInfo { max_users: 64, lanes: 4, credit_bits: 32, modes: 0b111, weighted: false });
+        // The buffer addresses are programmed: bus address of the DMA region plus offsets.
+        assert_eq!(dev.reg_read(abi::RESULT_ADDR_LO.offset).unwrap() as usize, 0x1000 + dev.layout.result);
+        let e = attach(0, abi::VERSION_VALUE, good).err().unwrap().to_string();
+        assert!(e.contains("MAGIC") && e.contains("not a fairshare device"), "{e}");
+        let e = attach(abi::MAGIC_VALUE, (abi::VERSION_MAJOR + 1) << 16, good).err().unwrap().to_string();
+        assert!(e.contains("another major ABI version"), "{e}");
+        let e = attach(abi::MAGIC_VALUE, abi::VERSION_VALUE, abi::CAPS_CREDIT_BITS.set(good, 16)).err().unwrap();
+        assert!(e.to_string().contains("16-bit credit words"), "{e}");
+        let e = attach(abi::MAGIC_VALUE, abi::VERSION_VALUE, abi::CAPS_LANES.set(good, 0)).err().unwrap();
+        assert!(e.to_string().contains("0 lanes"), "{e}");
+    }
+
+    #[test]
+    fn a_silent_device_times_out_and_bad_requests_are_refused() {
+        let mut dev = attach(abi::MAGIC_VALUE, abi::VERSION_VALUE, abi::caps_word(4)).unwrap();
+        dev.timeout = Duration::from_millis(20);
+        let e = dev.quantum(abi::mode::KARMA, 2, 1, &[1, 2, 3]).unwrap_err();
+        assert!(matches!(e, DeviceFault::Timeout { .. }), "{e}");
+        assert!(matches!(dev.quantum(abi::mode::KARMA, 2, 1, &[]), Err(DeviceFault::Unsupported(_))));
+        assert!(matches!(dev.quantum(abi::mode::KARMA, 2, 1, &[0; 65]), Err(DeviceFault::Unsupported(_))));
+        assert!(matches!(dev.quantum(3, 2, 1, &[1]), Err(DeviceFault::Unsupported(_))));
+        assert!(matches!(dev.read_credits(1), Err(DeviceFault::Timeout { .. })));
     }
 }

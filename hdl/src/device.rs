@@ -183,15 +183,6 @@ impl<const P: usize, const A: usize> Device<P, A> {
     /// Most users, `P x 2^A`.
     pub const MAX_USERS: usize = P << A;
 
-    /// The `CAPS` word of this shape: `P` lanes, 32-bit words, the three modes, no
-    /// weighted shares.
-    pub fn caps_word() -> u32 {
-        let w = abi::CAPS_LANES.set(0, P as u32);
-        let w = abi::CAPS_CREDIT_BITS.set(w, 32);
-        let w = abi::CAPS_MODES.set(w, 0b111);
-        abi::CAPS_WEIGHTED.set(w, 0)
-    }
-
     /// A device at power-up (credits 0, registers at their reset values).
     pub fn new() -> Self {
         assert!(P <= abi::MAX_LANES, "the register map has credit words for {} lanes", abi::MAX_LANES);
@@ -273,7 +264,7 @@ impl<const P: usize, const A: usize> Device<P, A> {
             magic: word(abi::MAGIC_VALUE),
             version: word(abi::VERSION_VALUE),
             max_users: word(Self::MAX_USERS as u32),
-            caps: word(Self::caps_word()),
+            caps: word(abi::caps_word(P)),
             control_mask: word(control_mask),
             rows: word(1 << A),
             lane_count: word(P as u32),

@@ -269,14 +269,13 @@ impl Emulator {
         }
         let status = abi::STATUS_ERROR.set(abi::STATUS_DONE.set(0, 1), code);
         let echoed = if self.fault(FaultKind::WrongSeq) { seq.wrapping_add(7) } else { seq };
-        let record = Completion { seq: echoed, status, cycles, quanta: self.quanta_ok };
+        let words = Completion { seq: echoed, status, cycles, quanta: self.quanta_ok }.to_words();
         barrier();
         // Status, cycles and quanta first; the sequence number (what the host polls) last.
-        let words = [record.status, record.cycles, record.quanta];
         if self
             .dma
-            .write_words(completion_at + 4, &words)
-            .and_then(|_| self.dma.write32(completion_at, record.seq))
+            .write_words(completion_at + 4, &words[1..])
+            .and_then(|_| self.dma.write32(completion_at, words[0]))
             .is_err()
         {
             eprintln!("device-sim: quantum {seq}: the completion address is outside the DMA region");
