@@ -4,47 +4,44 @@
 
 use crate::backend::Backend;
 use crate::CliError;
+use fairshare::offload::{device_shape, DeviceShape, DEVICE_MAX};
 use fairshare::policy::karma;
 use fairshare::vectors::{VectorCase, VectorFile};
-use fairshare::{Credits, Outcome, Policy};
+use fairshare::{Allocator, Credits, Outcome, Policy};
 use std::path::Path;
 use std::time::Duration;
 
-/// Why a vector case cannot run on the engine, if it cannot.
-fn engine_misfit(case: &VectorCase) -> Option<String> {
-    let (f, g) = (case.fair_share.first()?, case.guaranteed.first()?);
-    if case.fair_share.iter().any(|x| x != f) || case.guaranteed.iter().any(|x| x != g) {
-        return Some("weighted or unequal shares (the engine runs Algorithm 1)".into());
+/// A case in device words, or why it cannot run on a device (the offload backend's
+/// rule, `fairshare::offload::device_shape`, for the engines of this build).
+fn device_case(case: &VectorCase) -> Result<DeviceShape, String> {
+    let pool = case.config().and_then(|c| Allocator::new(c, Policy::Karma).map_err(|e| e.to_string()))?;
+    let shape = device_shape(&pool, fairshare_hdl::catalog::CAPACITIES[3])?;
+    if case.quanta.iter().flat_map(|q| &q.demand).any(|&d| d > DEVICE_MAX) {
+        return Err(format!("a demand above {DEVICE_MAX}"));
     }
-    if !(0..1 << 31).contains(&case.initial_credits) {
-        return Some(format!("initial credits {} are outside the engine's [0, 2^31)", case.initial_credits));
-    }
-    if case.fair_share.len() > 4096 {
-        return Some(format!("{} users, more than the engine's 4,096", case.fair_share.len()));
-    }
-    if case.quanta.iter().flat_map(|q| &q.demand).any(|&d| d >= 1 << 31) {
-        return Some("a demand at or above 2^31".into());
-    }
-    None
+    Ok(shape)
 }
 
 /// Runs a case on a device (the RustHDL engine, the emulator, a VFIO device): credits
 /// are restored once, then carried by the device from quantum to quantum. Faults are
 /// reported as mismatches; there is no fallback here, this checks the device itself.
-fn check_on_device(case: &VectorCase, backend: &Backend, timeout: Duration) -> Vec<fairshare::vectors::Mismatch> {
-    let n = case.fair_share.len();
-    let mut device = match backend.accelerator(n, timeout) {
+fn check_on_device(
+    case: &VectorCase,
+    shape: &DeviceShape,
+    backend: &Backend,
+    timeout: Duration,
+) -> Vec<fairshare::vectors::Mismatch> {
+    let mut device = match backend.accelerator(shape.credits.len(), timeout) {
         Ok(Some(d)) => d,
         Ok(None) => return vec![case_error(case, "not a device backend".into())],
         Err(e) => return vec![case_error(case, e.to_string())],
     };
-    if let Err(e) = device.write_credits(&vec![case.initial_credits as u32; n]) {
+    if let Err(e) = device.write_credits(&shape.credits) {
         return vec![case_error(case, format!("restoring credits: {e}"))];
     }
-    let (f, g) = (case.fair_share[0] as u32, case.guaranteed[0] as u32);
     case.check(|_, demand, _| {
         let d: Vec<u32> = demand.iter().map(|&x| x as u32).collect();
-        let (alloc, credits) = device.quantum(Policy::Karma, f, g, &d)?;
+        let (alloc, credits) = device.quantum(Policy::Karma, shape.fair, shape.guaranteed, &d)?;
         let credits = credits.iter().map(|&c| Credits::from_int(c as i64).unwrap_or_default()).collect();
         Ok::<_, String>(Outcome { alloc: alloc.iter().map(|&a| a as u64).collect(), credits })
     })
@@ -77,13 +74,13 @@ pub fn run(path: &Path, backend: &Backend, timeout: Duration) -> Result<bool, Cl
         let mismatches = match backend {
             Backend::Software => case.check(karma::batched),
             Backend::Literal => case.check(karma::literal),
-            device => match engine_misfit(case) {
-                Some(why) => {
+            device => match device_case(case) {
+                Err(why) => {
                     println!("skip     {} ({why})", case.name);
                     skipped += 1;
                     continue;
                 }
-                None => check_on_device(case, device, timeout),
+                Ok(shape) => check_on_device(case, &shape, device, timeout),
             },
         };
         quanta += case.quanta.len();

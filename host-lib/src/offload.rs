@@ -20,15 +20,14 @@ use crate::{Allocator, Credits, Policy};
 /// Largest value of a device word (demands, shares, balances): 2^31 - 1.
 pub const DEVICE_MAX: u64 = (1 << 31) - 1;
 
-/// A device that computes quanta in its units. A returned `Err` is a description of a
-/// fault; the offload backend stops using the device after one.
+/// A device that computes quanta in its units: equal shares (Algorithm 1), whole
+/// credits. A returned `Err` is a description of a fault; the offload backend stops
+/// using the device after one.
 pub trait Accelerator {
     /// Where it is, for messages (`rtl-sim`, `emulator:PATH`, `vfio:ADDR`).
     fn label(&self) -> String;
     /// Most users it holds.
     fn max_users(&self) -> usize;
-    /// Whether it computes unequal fair shares (Algorithm 2).
-    fn weighted(&self) -> bool;
     /// Restores the balances of users `0 .. credits.len()`.
     fn write_credits(&mut self, credits: &[u32]) -> std::result::Result<(), String>;
     /// Checkpoints the balances of users `0 .. n`.
@@ -41,6 +40,51 @@ pub trait Accelerator {
         guaranteed: u32,
         demand: &[u32],
     ) -> std::result::Result<(Vec<u32>, Vec<u32>), String>;
+}
+
+/// A pool in device words: equal shares and whole balances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceShape {
+    /// The fair share of every user.
+    pub fair: u32,
+    /// The guaranteed share of every user.
+    pub guaranteed: u32,
+    /// Balances, per user.
+    pub credits: Vec<u32>,
+}
+
+/// `pool` in the words of a device that holds `max_users` users, or why it does not
+/// fit: more users, unequal shares (Algorithm 2), a pool of 2^31 slices or more,
+/// fractional, negative or too large balances. The one statement of what a device can
+/// take; demands are checked per quantum against [`DEVICE_MAX`].
+pub fn device_shape(pool: &Allocator, max_users: usize) -> std::result::Result<DeviceShape, String> {
+    let users = pool.users();
+    if users.len() > max_users {
+        return Err(format!("{} users; the device holds {max_users}", users.len()));
+    }
+    let (f, g) = (users[0].fair_share, users[0].guaranteed);
+    if users.iter().any(|u| u.fair_share != f || u.guaranteed != g) {
+        return Err("unequal fair or guaranteed shares (Algorithm 2); the device computes equal shares only".into());
+    }
+    let capacity = pool.params().capacity;
+    if capacity > DEVICE_MAX {
+        return Err(format!("pool of {capacity} slices; device words hold at most {DEVICE_MAX}"));
+    }
+    let credits = pool
+        .credits()
+        .iter()
+        .enumerate()
+        .map(|(u, c)| {
+            let raw = c.raw();
+            if raw.rem_euclid(SCALE) != 0 || raw < 0 || raw / SCALE > DEVICE_MAX as i64 {
+                Err(format!("user {u} has {c} credits; the device holds whole credits from 0 to {DEVICE_MAX}"))
+            } else {
+                Ok((raw / SCALE) as u32)
+            }
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    // Both shares are at most the pool size, checked above.
+    Ok(DeviceShape { fair: f as u32, guaranteed: g as u32, credits })
 }
 
 /// How much of a device result is checked before it is accepted.
@@ -71,6 +115,9 @@ pub struct Fallback {
 pub struct Offload {
     pool: Allocator,
     device: Option<Box<dyn Accelerator>>,
+    /// The equal fair and guaranteed shares in device words (fixed: the pool's users
+    /// cannot change while it is offloaded).
+    shares: (u32, u32),
     label: String,
     verify: Verify,
     fallback: Option<Fallback>,
@@ -83,54 +130,36 @@ impl Offload {
     /// pool runs on software and [`Offload::fallback`] says why.
     pub fn new(pool: Allocator, device: Box<dyn Accelerator>, verify: Verify) -> Offload {
         let label = device.label();
-        let mut o = Offload { pool, device: Some(device), label, verify, fallback: None, device_quanta: 0 };
-        if let Err(reason) = o.shape().and_then(|_| o.restore()) {
-            o.drop_device(reason);
+        let mut o =
+            Offload { pool, device: Some(device), shares: (0, 0), label, verify, fallback: None, device_quanta: 0 };
+        let max_users = o.device.as_ref().map_or(0, |d| d.max_users());
+        match device_shape(&o.pool, max_users) {
+            Ok(shape) => {
+                o.shares = (shape.fair, shape.guaranteed);
+                if let Err(reason) = o.restore() {
+                    o.drop_device(reason);
+                }
+            }
+            Err(reason) => o.drop_device(reason),
         }
         o
     }
 
     /// A pool on software only (the same interface, no device).
     pub fn software(pool: Allocator) -> Offload {
-        Offload { pool, device: None, label: "software".into(), verify: Verify::Full, fallback: None, device_quanta: 0 }
-    }
-
-    /// Equal shares `(f, g)` in device words, or why the pool does not fit.
-    fn shape(&self) -> std::result::Result<(u32, u32), String> {
-        let dev = self.device.as_ref().ok_or("no device")?;
-        let users = self.pool.users();
-        if users.len() > dev.max_users() {
-            return Err(format!("{} users; the device holds {}", users.len(), dev.max_users()));
+        Offload {
+            pool,
+            device: None,
+            shares: (0, 0),
+            label: "software".into(),
+            verify: Verify::Full,
+            fallback: None,
+            device_quanta: 0,
         }
-        let (f, g) = (users[0].fair_share, users[0].guaranteed);
-        if users.iter().any(|u| u.fair_share != f || u.guaranteed != g) && !dev.weighted() {
-            return Err("unequal fair or guaranteed shares (Algorithm 2); the device computes equal shares only".into());
-        }
-        let capacity = self.pool.params().capacity;
-        if capacity > DEVICE_MAX {
-            return Err(format!("pool of {capacity} slices; device words hold at most {DEVICE_MAX}"));
-        }
-        Ok((f as u32, g as u32))
-    }
-
-    /// Device words for the pool's balances, or why they do not fit.
-    fn device_credits(credits: &[Credits]) -> std::result::Result<Vec<u32>, String> {
-        credits
-            .iter()
-            .enumerate()
-            .map(|(u, c)| {
-                let raw = c.raw();
-                if raw.rem_euclid(SCALE) != 0 || raw < 0 || raw / SCALE > DEVICE_MAX as i64 {
-                    Err(format!("user {u} has {c} credits; the device holds whole credits from 0 to {DEVICE_MAX}"))
-                } else {
-                    Ok((raw / SCALE) as u32)
-                }
-            })
-            .collect()
     }
 
     fn restore(&mut self) -> std::result::Result<(), String> {
-        let want = Self::device_credits(self.pool.credits())?;
+        let want = device_shape(&self.pool, usize::MAX)?.credits;
         let dev = self.device.as_mut().ok_or("no device")?;
         dev.write_credits(&want).map_err(|e| format!("restoring credits: {e}"))?;
         let got = dev.read_credits(want.len()).map_err(|e| format!("reading credits back: {e}"))?;
@@ -161,13 +190,7 @@ impl Offload {
             self.drop_device(reason);
             return self.pool.allocate(demand);
         }
-        let (f, g) = match self.shape() {
-            Ok(s) => s,
-            Err(reason) => {
-                self.drop_device(reason);
-                return self.pool.allocate(demand);
-            }
-        };
+        let (f, g) = self.shares;
         let words: Vec<u32> = demand.iter().map(|&d| d as u32).collect();
         let policy = self.pool.policy();
         let q = self.pool.quantum() + 1;
@@ -285,7 +308,7 @@ impl Offload {
     pub fn checkpoint(&mut self) -> &[Credits] {
         if let Some(dev) = self.device.as_mut() {
             let n = self.pool.users().len();
-            let reason = match (dev.read_credits(n), Self::device_credits(self.pool.credits())) {
+            let reason = match (dev.read_credits(n), device_shape(&self.pool, usize::MAX).map(|s| s.credits)) {
                 (Ok(got), Ok(want)) if got == want => None,
                 (Ok(_), Ok(_)) => Some("checkpoint: the device's credits differ from the last good ones".to_string()),
                 (Err(e), _) | (_, Err(e)) => Some(format!("checkpoint: {e}")),
@@ -359,9 +382,6 @@ mod tests {
         }
         fn max_users(&self) -> usize {
             64
-        }
-        fn weighted(&self) -> bool {
-            false
         }
         fn write_credits(&mut self, credits: &[u32]) -> std::result::Result<(), String> {
             let mut state = self.pool.export_state();
