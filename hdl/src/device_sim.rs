@@ -5,6 +5,7 @@
 //! beats hold still until taken; `tlast` marks the last result row).
 
 use crate::device::{Device, RESP_OKAY};
+use crate::testbench::Stalls;
 use fairshare_driver::abi;
 use rust_hdl::prelude::*;
 
@@ -26,7 +27,7 @@ pub struct BusQuantum {
 /// Drives a [`Device`] with `P` lanes and `2^A` rows per lane.
 pub struct DeviceSim<const P: usize, const A: usize> {
     uut: Box<Device<P, A>>,
-    rng: u64,
+    stalls: Stalls,
     demand: Vec<u32>,
     next_row: usize,
     tlast_row: Option<usize>,
@@ -43,7 +44,7 @@ impl<const P: usize, const A: usize> DeviceSim<P, A> {
         uut.connect_all();
         let mut sim = DeviceSim {
             uut,
-            rng: stall_seed,
+            stalls: Stalls(stall_seed),
             demand: Vec::new(),
             next_row: 0,
             tlast_row: None,
@@ -59,15 +60,8 @@ impl<const P: usize, const A: usize> DeviceSim<P, A> {
         assert!(simulate(&mut *self.uut, 10_000), "device logic did not settle");
     }
 
-    /// True with probability 3/4 (always without stalls).
     fn active(&mut self) -> bool {
-        if self.rng == 0 {
-            return true;
-        }
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.rng & 3 != 0
+        self.stalls.active()
     }
 
     /// Drives the stream agents and settles; the caller then samples its own

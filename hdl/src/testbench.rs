@@ -22,6 +22,24 @@ pub struct EngineResult {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineError(pub u32);
 
+/// The random stalls of the testbenches (RustHDL and C++ alike): a xorshift64 sequence
+/// that, for each valid or ready a testbench drives, says whether it is asserted this
+/// cycle (probability 3/4). Seed 0: always asserted.
+pub struct Stalls(pub u64);
+
+impl Stalls {
+    /// Whether the next valid or ready is asserted.
+    pub fn active(&mut self) -> bool {
+        if self.0 == 0 {
+            return true;
+        }
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 & 3 != 0
+    }
+}
+
 /// Drives an [`Engine`] with `P` lanes and `2^A` rows.
 pub struct EngineSim<const P: usize, const A: usize> {
     uut: Box<Engine<P, A>>,
@@ -138,16 +156,8 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         let mut row = 0;
         let mut alloc = Vec::with_capacity(n);
         let mut credits = Vec::with_capacity(n);
-        let mut rng = self.stall_seed;
-        let mut draw = move || {
-            if rng == 0 {
-                return true;
-            }
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng & 3 != 0
-        };
+        let mut stalls = Stalls(self.stall_seed);
+        let mut draw = move || stalls.active();
         let mut held: Option<(Vec<u64>, Vec<u64>)> = None;
         for _ in 0..100_000_000u64 {
             if !self.uut.busy.val() {
