@@ -13,12 +13,16 @@
 //! that does not fit (unequal shares, fractional or too large balances, more users
 //! than the device holds) runs on software from the start, with the reason recorded.
 
-use crate::credits::SCALE;
 use crate::error::Result;
 use crate::{Allocator, Credits, Policy};
 
 /// Largest value of a device word (demands, shares, balances): 2^31 - 1.
 pub const DEVICE_MAX: u64 = (1 << 31) - 1;
+
+/// A device balance (whole credits) as `Credits`.
+fn from_word(c: u32) -> Credits {
+    Credits::from_int(c as i64).unwrap_or(Credits::MAX) // u32 always fits
+}
 
 /// A device that computes quanta in its units: equal shares (Algorithm 1), whole
 /// credits. A returned `Err` is a description of a fault; the offload backend stops
@@ -74,13 +78,9 @@ pub fn device_shape(pool: &Allocator, max_users: usize) -> std::result::Result<D
         .credits()
         .iter()
         .enumerate()
-        .map(|(u, c)| {
-            let raw = c.raw();
-            if raw.rem_euclid(SCALE) != 0 || raw < 0 || raw / SCALE > DEVICE_MAX as i64 {
-                Err(format!("user {u} has {c} credits; the device holds whole credits from 0 to {DEVICE_MAX}"))
-            } else {
-                Ok((raw / SCALE) as u32)
-            }
+        .map(|(u, &c)| match u32::try_from(c.floor_int()) {
+            Ok(w) if c.is_integer() && w as u64 <= DEVICE_MAX => Ok(w),
+            _ => Err(format!("user {u} has {c} credits; the device holds whole credits from 0 to {DEVICE_MAX}")),
         })
         .collect::<std::result::Result<_, _>>()?;
     // Both shares are at most the pool size, checked above.
@@ -114,10 +114,9 @@ pub struct Fallback {
 /// A pool served by a device, verified, with software fallback.
 pub struct Offload {
     pool: Allocator,
-    device: Option<Box<dyn Accelerator>>,
-    /// The equal fair and guaranteed shares in device words (fixed: the pool's users
-    /// cannot change while it is offloaded).
-    shares: (u32, u32),
+    /// The device, with the pool's equal fair and guaranteed shares in its words (fixed:
+    /// the pool's users cannot change while it is offloaded).
+    device: Option<(Box<dyn Accelerator>, u32, u32)>,
     label: String,
     verify: Verify,
     fallback: Option<Fallback>,
@@ -130,13 +129,11 @@ impl Offload {
     /// pool runs on software and [`Offload::fallback`] says why.
     pub fn new(pool: Allocator, device: Box<dyn Accelerator>, verify: Verify) -> Offload {
         let label = device.label();
-        let mut o =
-            Offload { pool, device: Some(device), shares: (0, 0), label, verify, fallback: None, device_quanta: 0 };
-        let max_users = o.device.as_ref().map_or(0, |d| d.max_users());
-        match device_shape(&o.pool, max_users) {
+        let mut o = Offload { pool, device: None, label, verify, fallback: None, device_quanta: 0 };
+        match device_shape(&o.pool, device.max_users()) {
             Ok(shape) => {
-                o.shares = (shape.fair, shape.guaranteed);
-                if let Err(reason) = o.restore() {
+                o.device = Some((device, shape.fair, shape.guaranteed));
+                if let Err(reason) = o.restore(&shape.credits) {
                     o.drop_device(reason);
                 }
             }
@@ -147,21 +144,13 @@ impl Offload {
 
     /// A pool on software only (the same interface, no device).
     pub fn software(pool: Allocator) -> Offload {
-        Offload {
-            pool,
-            device: None,
-            shares: (0, 0),
-            label: "software".into(),
-            verify: Verify::Full,
-            fallback: None,
-            device_quanta: 0,
-        }
+        Offload { pool, device: None, label: "software".into(), verify: Verify::Full, fallback: None, device_quanta: 0 }
     }
 
-    fn restore(&mut self) -> std::result::Result<(), String> {
-        let want = device_shape(&self.pool, usize::MAX)?.credits;
-        let dev = self.device.as_mut().ok_or("no device")?;
-        dev.write_credits(&want).map_err(|e| format!("restoring credits: {e}"))?;
+    /// Writes `want` (the pool's balances in device words) to the device and reads them back.
+    fn restore(&mut self, want: &[u32]) -> std::result::Result<(), String> {
+        let (dev, _, _) = self.device.as_mut().ok_or("no device")?;
+        dev.write_credits(want).map_err(|e| format!("restoring credits: {e}"))?;
         let got = dev.read_credits(want.len()).map_err(|e| format!("reading credits back: {e}"))?;
         if got != want {
             return Err("credits read back differ from those written".into());
@@ -190,12 +179,11 @@ impl Offload {
             self.drop_device(reason);
             return self.pool.allocate(demand);
         }
-        let (f, g) = self.shares;
         let words: Vec<u32> = demand.iter().map(|&d| d as u32).collect();
         let policy = self.pool.policy();
         let q = self.pool.quantum() + 1;
-        let dev = self.device.as_mut().ok_or(crate::Error::InvalidState("device vanished".into()))?;
-        let (alloc, credits) = match dev.quantum(policy, f, g, &words) {
+        let Some((dev, f, g)) = self.device.as_mut() else { return self.pool.allocate(demand) };
+        let (alloc, credits) = match dev.quantum(policy, *f, *g, &words) {
             Ok(r) => r,
             Err(fault) => {
                 self.drop_device(format!("quantum {q}: {fault}"));
@@ -206,7 +194,8 @@ impl Offload {
             Verify::Full => {
                 if let Err(e) = self.pool.allocate(demand) {
                     // The device ran a quantum the software refuses: put its credits back.
-                    if let Err(reason) = self.restore() {
+                    let want: Vec<u32> = self.pool.credits().iter().map(|c| c.floor_int() as u32).collect();
+                    if let Err(reason) = self.restore(&want) {
                         self.drop_device(format!("quantum {q}: {reason}"));
                     }
                     return Err(e);
@@ -237,7 +226,7 @@ impl Offload {
             return Some(format!("the device returned {} results for {} users", alloc.len(), want_alloc.len()));
         }
         for u in 0..alloc.len() {
-            let c = Credits::from_raw(credits[u] as i64 * SCALE);
+            let c = from_word(credits[u]);
             if alloc[u] as u64 != want_alloc[u] || c != want_credits[u] {
                 return Some(format!(
                     "the device's result differs from the software's at user {u}: allocation {} vs {}, credits {} vs {}",
@@ -270,10 +259,10 @@ impl Offload {
         if total > params.capacity {
             return Err(format!("the allocations sum to {total}, above the pool's {} slices", params.capacity));
         }
-        let free = params.free.raw() / SCALE;
+        let free = params.free.floor_int();
         let (mut borrowed, mut earned) = (0i64, 0i64);
         for u in 0..n {
-            let (before, after) = (self.pool.credits()[u].raw() / SCALE, credits[u] as i64);
+            let (before, after) = (self.pool.credits()[u].floor_int(), credits[u] as i64);
             let (a, g, d) = (alloc[u] as i64, params.guaranteed[u] as i64, demand[u] as i64);
             let ok = match self.pool.policy() {
                 // Algorithm 1, price 1: a borrower pays one credit per slice above g; a
@@ -299,19 +288,19 @@ impl Offload {
                 "credit conservation broken: donors earned {earned} credits for {borrowed} borrowed slices"
             ));
         }
-        Ok(credits.iter().map(|&c| Credits::from_raw(c as i64 * SCALE)).collect())
+        Ok(credits.iter().map(|&c| from_word(c)).collect())
     }
 
     /// Reads the device's balances and checks them against the pool's (a checkpoint of
     /// the device through its registers). A difference or a fault drops the device.
     /// Returns the pool's balances, the good ones either way.
     pub fn checkpoint(&mut self) -> &[Credits] {
-        if let Some(dev) = self.device.as_mut() {
+        if let Some((dev, _, _)) = self.device.as_mut() {
             let n = self.pool.users().len();
-            let reason = match (dev.read_credits(n), device_shape(&self.pool, usize::MAX).map(|s| s.credits)) {
-                (Ok(got), Ok(want)) if got == want => None,
-                (Ok(_), Ok(_)) => Some("checkpoint: the device's credits differ from the last good ones".to_string()),
-                (Err(e), _) | (_, Err(e)) => Some(format!("checkpoint: {e}")),
+            let reason = match dev.read_credits(n) {
+                Ok(got) if got.iter().map(|&c| from_word(c)).eq(self.pool.credits().iter().copied()) => None,
+                Ok(_) => Some("checkpoint: the device's credits differ from the last good ones".to_string()),
+                Err(e) => Some(format!("checkpoint: {e}")),
             };
             if let Some(r) = reason {
                 self.drop_device(r);
@@ -323,11 +312,6 @@ impl Offload {
     /// The pool (allocations, credits, configuration).
     pub fn pool(&self) -> &Allocator {
         &self.pool
-    }
-
-    /// Gives the pool back (to continue on software, or on another device).
-    pub fn into_pool(self) -> Allocator {
-        self.pool
     }
 
     /// Whether quanta still go to the device.
@@ -386,13 +370,13 @@ mod tests {
         fn write_credits(&mut self, credits: &[u32]) -> std::result::Result<(), String> {
             let mut state = self.pool.export_state();
             for (u, c) in credits.iter().enumerate() {
-                state.users[u].credits = Credits::from_raw(*c as i64 * SCALE);
+                state.users[u].credits = from_word(*c);
             }
             self.pool = Allocator::from_state(state).map_err(|e| e.to_string())?;
             Ok(())
         }
         fn read_credits(&mut self, n: usize) -> std::result::Result<Vec<u32>, String> {
-            Ok(self.pool.credits()[..n].iter().map(|c| (c.raw() / SCALE) as u32).collect())
+            Ok(self.pool.credits()[..n].iter().map(|c| c.floor_int() as u32).collect())
         }
         fn quantum(
             &mut self,
