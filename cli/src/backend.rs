@@ -99,11 +99,7 @@ impl Backend {
         }
         Ok(match self.accelerator(config.users.len(), opts.timeout)? {
             None => Offload::software(pool),
-            Some(dev) => {
-                let o = Offload::new(pool, dev, opts.verify);
-                report(&o);
-                o
-            }
+            Some(dev) => Offload::new(pool, dev, opts.verify),
         })
     }
 }

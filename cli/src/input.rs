@@ -203,15 +203,20 @@ pub fn pool_for(trace: &mut Trace, source: &UserSource, initial_credits: Credits
                 })?;
                 positions.push(i);
             }
-            for d in trace.demands.iter_mut() {
+            // Into the file's order; users of the file absent from the trace demand 0 and
+            // have no line (0).
+            let reorder = |v: &[u64]| {
                 let mut by_file = vec![0; users.len()];
                 for (t, &i) in positions.iter().enumerate() {
-                    by_file[i] = d[t];
+                    by_file[i] = v[t];
                 }
-                *d = by_file;
+                by_file
+            };
+            for d in trace.demands.iter_mut() {
+                *d = reorder(d);
             }
+            trace.first_line = reorder(&trace.first_line);
             trace.users = users.iter().map(|u| u.name.clone()).collect();
-            trace.first_line = vec![0; users.len()];
             users
         }
     };

@@ -68,7 +68,7 @@ enum Command {
         #[arg(long, default_value = "0.5", value_parser = parse_alpha)]
         alpha: Alpha,
         /// Initial credits of every user.
-        #[arg(long, default_value_t = 900_000)]
+        #[arg(long, default_value_t = 900_000, allow_negative_numbers = true)]
         initial_credits: i64,
         /// Workload seed.
         #[arg(long, default_value_t = 1)]
@@ -154,7 +154,7 @@ enum Command {
 /// Where `demo` and `replay` run their quanta.
 #[derive(clap::Args)]
 struct DeviceArgs {
-    /// Where quanta run: software, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
+    /// Where quanta run: software, literal, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
     /// Device backends are verified every quantum and fall back to software on a fault.
     #[arg(long, default_value = "software", value_parser = parse_backend)]
     backend: backend::Backend,
@@ -165,6 +165,14 @@ struct DeviceArgs {
     /// With a device backend, how long to wait for a completion (milliseconds).
     #[arg(long, default_value_t = 2000)]
     timeout_ms: u64,
+}
+
+impl DeviceArgs {
+    /// How the device backend is used.
+    fn options(&self) -> backend::DeviceOptions {
+        let verify = if self.no_verify { fairshare::offload::Verify::Checks } else { fairshare::offload::Verify::Full };
+        backend::DeviceOptions { verify, timeout: Duration::from_millis(self.timeout_ms) }
+    }
 }
 
 #[derive(Subcommand)]
@@ -228,11 +236,6 @@ fn parse_credits(s: &str) -> Result<Credits, String> {
     s.parse().map_err(|e: fairshare::credits::ParseCreditsError| e.to_string())
 }
 
-fn device_options(no_verify: bool, timeout_ms: u64) -> backend::DeviceOptions {
-    let verify = if no_verify { fairshare::offload::Verify::Checks } else { fairshare::offload::Verify::Full };
-    backend::DeviceOptions { verify, timeout: Duration::from_millis(timeout_ms) }
-}
-
 /// `fairshare device-sim`: creates the file, prints `ready` on stdout, serves until
 /// killed (or an injected crash exits with status 70).
 fn device_sim(
@@ -263,32 +266,13 @@ fn device_sim(
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo {
-            users,
-            quanta,
-            fair_share,
-            alpha,
-            initial_credits,
-            seed,
-            device: DeviceArgs { backend, no_verify, timeout_ms },
-            json,
-        } => {
-            let device = device_options(no_verify, timeout_ms);
+        Command::Demo { users, quanta, fair_share, alpha, initial_credits, seed, device, json } => {
+            let (backend, device) = (device.backend.clone(), device.options());
             let req =
                 demo::DemoRequest { users, quanta, fair_share, alpha, initial_credits, seed, backend, device, json };
             demo::run(&req).map(|_| true)
         }
-        Command::Replay {
-            trace,
-            policy,
-            fair_share,
-            alpha,
-            users,
-            initial_credits,
-            out,
-            device: DeviceArgs { backend, no_verify, timeout_ms },
-            json,
-        } => {
+        Command::Replay { trace, policy, fair_share, alpha, users, initial_credits, out, device, json } => {
             let users = match (&users, fair_share) {
                 (Some(path), _) => input::UserSource::File(path),
                 (None, Some(fair_share)) => input::UserSource::Uniform { fair_share, alpha },
@@ -300,8 +284,8 @@ fn main() -> ExitCode {
                 initial_credits,
                 policy,
                 out: out.as_deref(),
-                backend,
-                device: device_options(no_verify, timeout_ms),
+                backend: device.backend.clone(),
+                device: device.options(),
                 json,
             };
             replay::run(&req).map(|_| true)

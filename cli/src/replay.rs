@@ -46,8 +46,8 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
         let mut csv = csv::Writer::from_writer(out);
         csv.write_record(["quantum", "user", "demand", "alloc", "credits"])?;
         for (q, (alloc, credits)) in rows.iter().enumerate() {
+            let label = trace.labels[q].to_string();
             for u in 0..n {
-                let label = trace.labels[q].to_string();
                 let (demand, a, c) = (trace.demands[q][u].to_string(), alloc[u].to_string(), credits[u].to_string());
                 csv.write_record([label.as_str(), trace.users[u].as_str(), &demand, &a, &c])?;
             }

@@ -11,11 +11,11 @@ use fairshare::{Allocator, Credits, Outcome, Policy};
 use std::path::Path;
 use std::time::Duration;
 
-/// A case in device words, or why it cannot run on a device (the offload backend's
-/// rule, `fairshare::offload::device_shape`, for the engines of this build).
-fn device_case(case: &VectorCase) -> Result<DeviceShape, String> {
+/// A case in device words for a device of `max_users` users, or why it cannot run there
+/// (the offload backend's rule, `fairshare::offload::device_shape`).
+fn device_case(case: &VectorCase, max_users: usize) -> Result<DeviceShape, String> {
     let pool = case.config().and_then(|c| Allocator::new(c, Policy::Karma).map_err(|e| e.to_string()))?;
-    let shape = device_shape(&pool, fairshare_hdl::catalog::CAPACITIES[3])?;
+    let shape = device_shape(&pool, max_users)?;
     if case.quanta.iter().flat_map(|q| &q.demand).any(|&d| d > DEVICE_MAX) {
         return Err(format!("a demand above {DEVICE_MAX}"));
     }
@@ -25,26 +25,29 @@ fn device_case(case: &VectorCase) -> Result<DeviceShape, String> {
 /// Runs a case on a device (the RustHDL engine, the emulator, a VFIO device): credits
 /// are restored once, then carried by the device from quantum to quantum. Faults are
 /// reported as mismatches; there is no fallback here, this checks the device itself.
+/// `Err` is why the case does not fit the device (it is skipped).
 fn check_on_device(
     case: &VectorCase,
-    shape: &DeviceShape,
     backend: &Backend,
     timeout: Duration,
-) -> Vec<fairshare::vectors::Mismatch> {
-    let mut device = match backend.accelerator(shape.credits.len(), timeout) {
+) -> Result<Vec<fairshare::vectors::Mismatch>, String> {
+    let mut device = match backend.accelerator(case.fair_share.len(), timeout) {
         Ok(Some(d)) => d,
-        Ok(None) => return vec![case_error(case, "not a device backend".into())],
-        Err(e) => return vec![case_error(case, e.to_string())],
+        Ok(None) => return Ok(vec![case_error(case, "not a device backend".into())]),
+        // The RustHDL catalog has no engine that large.
+        Err(CliError::Usage(why)) => return Err(why),
+        Err(e) => return Ok(vec![case_error(case, e.to_string())]),
     };
+    let shape = device_case(case, device.max_users())?;
     if let Err(e) = device.write_credits(&shape.credits) {
-        return vec![case_error(case, format!("restoring credits: {e}"))];
+        return Ok(vec![case_error(case, format!("restoring credits: {e}"))]);
     }
-    case.check(|_, demand, _| {
+    Ok(case.check(|_, demand, _| {
         let d: Vec<u32> = demand.iter().map(|&x| x as u32).collect();
         let (alloc, credits) = device.quantum(Policy::Karma, shape.fair, shape.guaranteed, &d)?;
         let credits = credits.iter().map(|&c| Credits::from_int(c as i64).unwrap_or_default()).collect();
         Ok::<_, String>(Outcome { alloc: alloc.iter().map(|&a| a as u64).collect(), credits })
-    })
+    }))
 }
 
 fn case_error(case: &VectorCase, e: String) -> fairshare::vectors::Mismatch {
@@ -74,13 +77,13 @@ pub fn run(path: &Path, backend: &Backend, timeout: Duration) -> Result<bool, Cl
         let mismatches = match backend {
             Backend::Software => case.check(karma::batched),
             Backend::Literal => case.check(karma::literal),
-            device => match device_case(case) {
+            device => match check_on_device(case, device, timeout) {
                 Err(why) => {
                     println!("skip     {} ({why})", case.name);
                     skipped += 1;
                     continue;
                 }
-                Ok(shape) => check_on_device(case, &shape, device, timeout),
+                Ok(mismatches) => mismatches,
             },
         };
         quanta += case.quanta.len();

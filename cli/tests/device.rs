@@ -168,6 +168,32 @@ fn selftest_and_demo_run_on_the_emulator() {
     assert_eq!(demo(&backend), demo("software"));
 }
 
+/// A case larger than the device is skipped with the reason, not reported as a
+/// mismatch: 70 idle users (each keeps 0 slices and gains f - g = 1 free credit) on an
+/// emulator that holds 64.
+#[test]
+fn selftest_skips_cases_larger_than_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 70;
+    let case = serde_json::json!({ "cases": [{
+        "name": "idle-70", "fair_share": vec![2; n], "guaranteed": vec![1; n], "initial_credits": 5,
+        "quanta": [{ "demand": vec![0; n], "alloc": vec![0; n], "credits_after": vec!["6"; n] }],
+    }]});
+    let vectors = dir.path().join("idle.json");
+    std::fs::write(&vectors, case.to_string()).unwrap();
+    let shm = dir.path().join("small.shm");
+    let _sim = device_sim(&shm, &["--users", "64", "--lanes", "4"]);
+    for (backend, want) in [
+        ("software".to_string(), "ok       idle-70"),
+        (format!("emulator:{}", shm.display()), "skip     idle-70 (70 users; the device holds 64)"),
+    ] {
+        let o = fairshare(&["selftest", "--vectors", vectors.to_str().unwrap(), "--backend", &backend]);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{backend}: {stdout}");
+        assert!(stdout.contains(want), "{backend}: {stdout}");
+    }
+}
+
 #[test]
 fn device_backends_that_are_not_there_say_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
