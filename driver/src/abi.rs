@@ -257,7 +257,7 @@ pub mod status {
     pub const DEMAND: u32 = 3;
     /// A balance at or above 2^31, or one that could reach it this quantum.
     pub const CREDIT: u32 = 4;
-    /// Fair share or pool size at or above 2^31.
+    /// Fair share 0 or at or above 2^31, or pool size at or above 2^31.
     pub const CAPACITY: u32 = 5;
     /// `CONTROL.mode` is not a supported mode.
     pub const MODE: u32 = 6;
@@ -270,7 +270,7 @@ pub mod status {
             GUARANTEED => "the guaranteed share is above the fair share",
             DEMAND => "a demand is at or above 2^31",
             CREDIT => "a credit balance is or could become at or above 2^31",
-            CAPACITY => "the fair share or the pool size is at or above 2^31",
+            CAPACITY => "the fair share is 0, or it or the pool size is at or above 2^31",
             MODE => "the mode is not supported",
             _ => "unknown error code",
         }

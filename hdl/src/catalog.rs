@@ -43,7 +43,7 @@ impl<const P: usize, const A: usize> EngineDriver for EngineSim<P, A> {
         P
     }
     fn capacity(&self) -> usize {
-        P << A
+        crate::engine::Engine::<P, A>::MAX_USERS
     }
     fn write_credits(&mut self, credits: &[u32]) {
         EngineSim::write_credits(self, credits)
@@ -162,13 +162,13 @@ impl EngineDriver for SoftwareEngine {
         use fairshare_driver::abi::status;
         // The engine's checks, in the engine's order (see `engine.rs`, Idle and Plan).
         let n = demand.len();
-        let limit = 1u64 << 31;
+        let limit = fairshare::offload::DEVICE_MAX + 1;
         let (f, g) = (fair as u64, guaranteed as u64);
         let early = if n == 0 || n > self.credits.len() {
             Some(status::USERS)
         } else if g > f {
             Some(status::GUARANTEED)
-        } else if f >= limit {
+        } else if f == 0 || f >= limit {
             Some(status::CAPACITY)
         } else if mode > 2 {
             Some(status::MODE)
@@ -194,6 +194,8 @@ impl EngineDriver for SoftwareEngine {
             return Err(EngineError(status::CAPACITY));
         }
         let before = &self.credits[..n];
+        // Past the checks above the software accepts the quantum and its balances stay
+        // below 2^31; were one not to fit a word after all, CREDIT is what it would be.
         let (alloc, credits) =
             crate::oracle::expected(mode, fair, guaranteed, before, demand).map_err(|_| EngineError(status::CREDIT))?;
         self.credits[..n].copy_from_slice(&credits);
@@ -226,9 +228,6 @@ impl fairshare::offload::Accelerator for RtlAccelerator {
     }
     fn max_users(&self) -> usize {
         self.engine.capacity()
-    }
-    fn weighted(&self) -> bool {
-        false
     }
     fn write_credits(&mut self, credits: &[u32]) -> Result<(), String> {
         self.engine.write_credits(credits);

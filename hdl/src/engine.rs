@@ -128,6 +128,7 @@ pub struct Engine<const P: usize, const A: usize> {
     supply: Signal<Local, Bits<32>>,
     borrow: Signal<Local, Bits<32>>,
     last_row: Signal<Local, Bit>,
+    capacity_refused: Signal<Local, Bit>,
     n_max: Constant<Bits<32>>,
     lane_count: Constant<Bits<32>>,
     max: Constant<Bits<32>>,
@@ -198,6 +199,7 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             supply: Default::default(),
             borrow: Default::default(),
             last_row: Default::default(),
+            capacity_refused: Default::default(),
             n_max: Constant::new(Bits::<32>::from(Self::MAX_USERS as u64)),
             lane_count: Constant::new(Bits::<32>::from(P as u64)),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
@@ -265,6 +267,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.search_b.count[j].next = self.acc_b[j].q.val();
         }
         self.last_row.next = self.user_base.q.val() + self.lane_count.val() >= self.cfg_n.q.val();
+        // The pool size must fit the data path (strict partitioning never adds it up).
+        self.capacity_refused.next = (self.cfg_mode.q.val() != 2) & (self.capacity.q.val() >= self.limit.val());
 
         // Lanes: shared controls, then the chains from lane to lane.
         for i in 0..P {
@@ -397,7 +401,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     } else if self.guaranteed.val() > self.fair.val() {
                         self.err_code.d.next = 2.into();
                         self.done_flag.d.next = true;
-                    } else if self.fair.val() >= self.limit.val() {
+                    } else if (self.fair.val() == 0) | (self.fair.val() >= self.limit.val()) {
                         self.err_code.d.next = 5.into();
                         self.done_flag.d.next = true;
                     } else if self.mode.val() == 3 {
@@ -457,7 +461,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                         self.search_b.target.next = self.capacity.q.val();
                     }
                 }
-                if (self.cfg_mode.q.val() != 2) & (self.capacity.q.val() >= self.limit.val()) {
+                if self.capacity_refused.val() {
                     self.err_code.d.next = 5.into();
                 }
                 if self.lane_errors.q.val() != 0 {
@@ -466,9 +470,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                         self.err_code.d.next = 4.into();
                     }
                 }
-                if ((self.cfg_mode.q.val() != 2) & (self.capacity.q.val() >= self.limit.val()))
-                    | (self.lane_errors.q.val() != 0)
-                {
+                if self.capacity_refused.val() | (self.lane_errors.q.val() != 0) {
                     self.done_flag.d.next = true;
                     self.state.d.next = Phase::Idle;
                 }

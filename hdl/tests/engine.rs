@@ -7,20 +7,25 @@ mod common;
 use common::{cycles_without_search, random_pool, random_quantum, software};
 use fairshare_hdl::testbench::EngineSim;
 
+/// The paper's worked example (`vectors/karma_paper.json`, figure 3) on the engine,
+/// credits carried by the engine itself from quantum to quantum.
 #[test]
 fn paper_example_on_the_engine() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../vectors/karma_paper.json");
+    let file = fairshare::vectors::VectorFile::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let case = file.cases.iter().find(|c| c.name == "karma-paper-figure-3").unwrap();
+    let (n, f, g) = (case.fair_share.len(), case.fair_share[0] as u32, case.guaranteed[0] as u32);
     let mut e = EngineSim::<4, 2>::new();
-    e.write_credits(&[6, 6, 6]);
-    assert_eq!(e.read_credits(3), vec![6, 6, 6]);
-    let demands = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
-    let allocs = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [1, 1, 4], [1, 2, 3]];
-    let credits = [[5, 6, 7], [4, 8, 9], [6, 7, 11], [7, 8, 9], [8, 8, 8]];
-    for q in 0..5 {
-        let r = e.quantum(0, 2, 1, &demands[q]).unwrap();
-        assert_eq!(r.alloc, allocs[q], "quantum {q}");
-        assert_eq!(r.credits, credits[q], "quantum {q}");
-    }
-    assert_eq!(e.read_credits(3), vec![8, 8, 8]);
+    e.write_credits(&vec![case.initial_credits as u32; n]);
+    assert_eq!(e.read_credits(n), vec![case.initial_credits as u32; n]);
+    let mismatches = case.check(|_, demand, _| {
+        let d: Vec<u32> = demand.iter().map(|&x| x as u32).collect();
+        let r = e.quantum(0, f, g, &d).map_err(|err| format!("engine error {}", err.0))?;
+        let credits = r.credits.iter().map(|&c| fairshare::Credits::from_int(c as i64).unwrap()).collect();
+        Ok::<_, String>(fairshare::Outcome { alloc: r.alloc.iter().map(|&a| a as u64).collect(), credits })
+    });
+    assert!(mismatches.is_empty(), "{mismatches:?}");
+    assert_eq!(case.quanta.len(), 5);
 }
 
 use rand::SeedableRng;
@@ -82,6 +87,8 @@ fn bad_configurations_set_an_error_and_change_nothing() {
     assert_eq!(e.quantum(0, 2, 1, &[1, 0x8000_0000, 1]).unwrap_err().0, error_code::DEMAND);
     assert_eq!(e.quantum(1, 0x8000_0000, 1, &[1, 1, 1]).unwrap_err().0, error_code::CAPACITY);
     assert_eq!(e.quantum(0, 0x3000_0000, 0, &[1, 1, 1]).unwrap_err().0, error_code::CAPACITY);
+    // A fair share of 0 (the register's reset value) is no pool: the software refuses it too.
+    assert_eq!(e.quantum(2, 0, 0, &[1, 1, 1]).unwrap_err().0, error_code::CAPACITY);
     assert_eq!(e.read_credits(3), vec![5, 6, 7]);
     e.write_credits(&[0x7FFF_FFFF, 6, 7]);
     assert_eq!(e.quantum(0, 2, 1, &[0, 3, 3]).unwrap_err().0, error_code::CREDIT);
@@ -150,7 +157,7 @@ fn software_model_matches_the_engine_including_refusals() {
             2 => 0x7FFF_FFF0,
             _ => rng.gen_range(0..=small),
         };
-        let f = edge(&mut rng, 8).max(1);
+        let f = edge(&mut rng, 8);
         let g = if rng.gen_range(0..10) == 0 { f.saturating_add(1) } else { rng.gen_range(0..=f.min(8)) };
         let mode = [0u8, 0, 0, 1, 2, 3][rng.gen_range(0..6)];
         let credits: Vec<u32> = (0..n).map(|_| edge(&mut rng, 50)).collect();
