@@ -13,6 +13,15 @@ fairshare=target/release/fairshare
 # count NAME LOG: the number a Yosys `stat` prints for cell type NAME (0 if absent).
 count() { awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "$2"; }
 
+# ice40_row LANES USERS WHAT LOG: a table row of the iCE40 cells in a Yosys `stat` log.
+ice40_row() {
+  local ffs=0
+  for ff in SB_DFF SB_DFFE SB_DFFSR SB_DFFSS SB_DFFESR SB_DFFESS SB_DFFR SB_DFFS SB_DFFER SB_DFFES; do
+    ffs=$((ffs + $(count "$ff" "$4")))
+  done
+  echo "| $1 | $2 | $3 | $(count SB_LUT4 "$4") | $(count SB_CARRY "$4") | $ffs | $(count SB_RAM40_4K "$4") x 4 kbit |"
+}
+
 {
   echo "# Synthesis of the engine"
   echo
@@ -28,11 +37,7 @@ for shape in "1 64" "4 256"; do
   read -r lanes users <<< "$shape"
   "$fairshare" hdl verilog --users "$users" --lanes "$lanes" --top engine --out "$work/e$lanes.v" 2> /dev/null
   yosys -p "read_verilog $work/e$lanes.v; synth_ice40 -top top -json $work/e$lanes.json; stat" > "$work/ice40_$lanes.log"
-  ffs=0
-  for ff in SB_DFF SB_DFFE SB_DFFSR SB_DFFSS SB_DFFESR SB_DFFESS SB_DFFR SB_DFFS SB_DFFER SB_DFFES; do
-    ffs=$((ffs + $(count "$ff" "$work/ice40_$lanes.log")))
-  done
-  echo "| $lanes | $users | iCE40 (synth_ice40) | $(count SB_LUT4 "$work/ice40_$lanes.log") | $(count SB_CARRY "$work/ice40_$lanes.log") | $ffs | $(count SB_RAM40_4K "$work/ice40_$lanes.log") x 4 kbit |" >> "$work/report.md"
+  ice40_row "$lanes" "$users" "iCE40 (synth_ice40)" "$work/ice40_$lanes.log" >> "$work/report.md"
   yosys -p "read_verilog $work/e$lanes.v; synth -flatten -top top; stat" > "$work/generic_$lanes.log"
   cells=$(awk '/Number of cells:/ { v = $4 } END { print v + 0 }' "$work/generic_$lanes.log")
   gffs=$(awk '$1 ~ /^\$_DFF/ || $1 ~ /^\$_SDFF/ || $1 ~ /^\$_DFFE/ || $1 ~ /^\$_SDFFE/ { s += $2 } END { print s + 0 }' "$work/generic_$lanes.log")
@@ -43,11 +48,7 @@ done
 # The device top level (engine + AXI4-Lite registers + AXI-Stream), 4 lanes.
 "$fairshare" hdl verilog --users 256 --lanes 4 --top device --out "$work/d4.v" 2> /dev/null
 yosys -p "read_verilog $work/d4.v; synth_ice40 -top top; stat" > "$work/ice40_d4.log"
-dffs=0
-for ff in SB_DFF SB_DFFE SB_DFFSR SB_DFFSS SB_DFFESR SB_DFFESS SB_DFFR SB_DFFS SB_DFFER SB_DFFES; do
-  dffs=$((dffs + $(count "$ff" "$work/ice40_d4.log")))
-done
-echo "| 4 | 256 | iCE40, device top level (engine + AXI4-Lite + AXI-Stream) | $(count SB_LUT4 "$work/ice40_d4.log") | $(count SB_CARRY "$work/ice40_d4.log") | $dffs | $(count SB_RAM40_4K "$work/ice40_d4.log") x 4 kbit |" >> "$work/report.md"
+ice40_row 4 256 "iCE40, device top level (engine + AXI4-Lite + AXI-Stream)" "$work/ice40_d4.log" >> "$work/report.md"
 
 {
   echo

@@ -4,6 +4,7 @@
 
 use crate::output::{table, write_atomically};
 use crate::CliError;
+use fairshare_driver::abi::status;
 use fairshare_hdl::{catalog, oracle};
 use std::path::Path;
 
@@ -59,18 +60,19 @@ pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) 
         return Err(CliError::Usage("--quanta must be at least 1".into()));
     }
     let mut engine = catalog::engine(lanes, users).map_err(CliError::Usage)?;
+    const KARMA: u8 = fairshare_driver::abi::mode::KARMA as u8;
     let (f, g) = (10u32, 5u32);
     let mut credits = vec![1_000u32; users];
     engine.write_credits(&credits);
     let demands = fairshare_sim::workload::bursty(users, quanta, f as u64, seed);
     let mut cycles = Vec::with_capacity(quanta);
     for (q, d) in demands.iter().enumerate() {
-        let demand: Vec<u32> = d.iter().map(|&x| x.min(u32::MAX as u64 / 2) as u32).collect();
+        let demand: Vec<u32> = d.iter().map(|&x| x.min(fairshare::offload::DEVICE_MAX) as u32).collect();
         let got = engine
-            .quantum(0, f, g, &demand)
-            .map_err(|e| CliError::Io(format!("quantum {q}: the engine stopped with error code {}", e.0)))?;
+            .quantum(KARMA, f, g, &demand)
+            .map_err(|e| CliError::Io(format!("quantum {q}: the engine refused it: {}", status::describe(e.0))))?;
         let want =
-            oracle::expected(0, f, g, &credits, &demand).map_err(|e| CliError::Io(format!("quantum {q}: {e}")))?;
+            oracle::expected(KARMA, f, g, &credits, &demand).map_err(|e| CliError::Io(format!("quantum {q}: {e}")))?;
         if (&got.alloc, &got.credits) != (&want.0, &want.1) {
             return Err(CliError::Io(format!("quantum {q}: the engine's result differs from the software")));
         }

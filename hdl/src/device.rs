@@ -180,9 +180,6 @@ fn word(value: u32) -> Constant<Bits<32>> {
 }
 
 impl<const P: usize, const A: usize> Device<P, A> {
-    /// Most users, `P x 2^A`.
-    pub const MAX_USERS: usize = P << A;
-
     /// A device at power-up (credits 0, registers at their reset values).
     pub fn new() -> Self {
         assert!(P <= abi::MAX_LANES, "the register map has credit words for {} lanes", abi::MAX_LANES);
@@ -263,7 +260,7 @@ impl<const P: usize, const A: usize> Device<P, A> {
             slverr: Constant::new(RESP_SLVERR.into()),
             magic: word(abi::MAGIC_VALUE),
             version: word(abi::VERSION_VALUE),
-            max_users: word(Self::MAX_USERS as u32),
+            max_users: word(Engine::<P, A>::MAX_USERS as u32),
             caps: word(abi::caps_word(P)),
             control_mask: word(control_mask),
             rows: word(1 << A),

@@ -14,24 +14,6 @@ use rust_hdl::prelude::*;
 /// Modes of the `mode` input: the device ABI's (`fairshare_driver::abi::mode`).
 pub use fairshare_driver::abi::mode;
 
-/// Which search a user's run belongs to.
-pub mod kind {
-    /// No run.
-    pub const NONE: u64 = 0;
-    /// Search A: Karma borrowers.
-    pub const A: u64 = 1;
-    /// Search B: Karma donors, max-min users.
-    pub const B: u64 = 2;
-}
-
-/// Error bits a lane reports during LOAD.
-pub mod lane_error {
-    /// A demand at or above 2^31.
-    pub const DEMAND: u64 = 1;
-    /// A balance at or above 2^31, or one that could reach it this quantum (Karma).
-    pub const CREDIT: u64 = 2;
-}
-
 /// One lane; `A` address bits per RAM bank (2^A users per lane).
 #[derive(LogicBlock)]
 pub struct EngineLane<const A: usize> {
@@ -141,7 +123,8 @@ pub struct EngineLane<const A: usize> {
     pub shared_in: Signal<In, Bits<32>>,
     /// Chain out.
     pub shared_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): error bits (see [`lane_error`]).
+    /// Chain (LOAD): error bits, bit 0 a demand at or above 2^31, bit 1 a balance at or
+    /// above 2^31 or one that could reach it this quantum (Karma).
     pub error_in: Signal<In, Bits<2>>,
     /// Chain out.
     pub error_out: Signal<Out, Bits<2>>,
@@ -171,6 +154,7 @@ pub struct EngineLane<const A: usize> {
     new_end: Signal<Local, Bits<32>>,
     credit_error: Signal<Local, Bit>,
     demand_error: Signal<Local, Bit>,
+    error_bits: Signal<Local, Bits<2>>,
     grant_a: Signal<Local, Bits<32>>,
     grant_b: Signal<Local, Bits<32>>,
     take_a: Signal<Local, Bits<32>>,
@@ -260,6 +244,7 @@ impl<const A: usize> EngineLane<A> {
             new_end: Default::default(),
             credit_error: Default::default(),
             demand_error: Default::default(),
+            error_bits: Default::default(),
             grant_a: Default::default(),
             grant_b: Default::default(),
             take_a: Default::default(),
@@ -411,16 +396,16 @@ impl<const A: usize> Logic for EngineLane<A> {
                 self.shared_out.next = self.shared_in.val() + self.free.val();
             }
         }
-        self.error_out.next = self.error_in.val();
-        if self.user_ok.val() & self.demand_error.val() {
-            self.error_out.next = self.error_in.val() | 1;
-        }
-        if self.user_ok.val() & self.credit_error.val() {
-            self.error_out.next = self.error_in.val() | 2;
-        }
+        // This user's error bits (none for the padding beyond `n_users`).
+        self.error_bits.next = 0.into();
         if self.user_ok.val() & self.demand_error.val() & self.credit_error.val() {
-            self.error_out.next = 3.into();
+            self.error_bits.next = 3.into();
+        } else if self.user_ok.val() & self.demand_error.val() {
+            self.error_bits.next = 1.into();
+        } else if self.user_ok.val() & self.credit_error.val() {
+            self.error_bits.next = 2.into();
         }
+        self.error_out.next = self.error_in.val() | self.error_bits.val();
 
         // SEARCH and FINAL: counts of the stored runs below the probes.
         self.count_a.start.next = self.start_ram.read_data.val();

@@ -21,7 +21,7 @@ pub fn expected(
     let config = PoolConfig::equal(demand.len(), fair as u64, alpha, 0).map_err(|e| e.to_string())?;
     let params = KarmaParams::from_config(&config).map_err(|e| e.to_string())?;
     let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
-    let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_raw((x as i64) << 16)).collect();
+    let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_int(x as i64).unwrap_or(Credits::MAX)).collect();
     let (alloc, after) = match quantum_mode as u32 {
         mode::KARMA => {
             let out = karma::batched(&params, &d, &c).map_err(|e| e.to_string())?;

@@ -1,4 +1,4 @@
-//! One threshold search of the engine: the interval `(lo, hi]` that holds the
+//! One threshold search of the engine: the interval `[lo, hi)` that holds the
 //! `target`-th smallest key, narrowed by four each pass from the counts at three probes.
 //! The engine has two (Karma's borrowers and donors; max-min uses one).
 
@@ -11,13 +11,13 @@ use rust_hdl::prelude::*;
 pub struct SearchUnit {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Store `target` and `total` (keys to select, keys in all).
+    /// Store `target` (keys to select).
     pub load_target: Signal<In, Bit>,
     /// Keys to select.
     pub target: Signal<In, Bits<32>>,
-    /// Keys in all runs.
+    /// Keys in all runs (held by the engine from LOAD until the search starts).
     pub total: Signal<In, Bits<32>>,
-    /// Start: the interval `(first, beyond]` of the keys that exist, or no search when
+    /// Start: the interval `[first, beyond)` of the keys that exist, or no search when
     /// the target is 0 or all.
     pub init: Signal<In, Bit>,
     /// The lowest key (no key lies below it).
@@ -39,7 +39,6 @@ pub struct SearchUnit {
     /// Another pass is needed.
     pub more: Signal<Out, Bit>,
     target_r: DFF<Bits<32>>,
-    total_r: DFF<Bits<32>>,
     lo: DFF<Bits<32>>,
     hi: DFF<Bits<32>>,
     lo_count: DFF<Bits<32>>,
@@ -67,7 +66,6 @@ impl Default for SearchUnit {
             rest: Default::default(),
             more: Default::default(),
             target_r: Default::default(),
-            total_r: Default::default(),
             lo: Default::default(),
             hi: Default::default(),
             lo_count: Default::default(),
@@ -82,7 +80,7 @@ impl Default for SearchUnit {
 impl Logic for SearchUnit {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, target_r, total_r, lo, hi, lo_count, active);
+        dff_setup!(self, clock, target_r, lo, hi, lo_count, active);
         self.len.next = self.hi.q.val() - self.lo.q.val();
         self.step.next = self.len.val() >> 2;
         if self.step.val() == 0 {
@@ -105,7 +103,6 @@ impl Logic for SearchUnit {
         self.more.next = self.active.q.val() & (self.len.val() > 1);
         if self.load_target.val() {
             self.target_r.d.next = self.target.val();
-            self.total_r.d.next = self.total.val();
         }
         if self.init.val() {
             self.lo.d.next = self.first.val();
@@ -114,9 +111,9 @@ impl Logic for SearchUnit {
             self.active.d.next = true;
             if self.target_r.q.val() == 0 {
                 self.active.d.next = false;
-            } else if self.target_r.q.val() == self.total_r.q.val() {
+            } else if self.target_r.q.val() == self.total.val() {
                 self.lo.d.next = self.max.val();
-                self.lo_count.d.next = self.total_r.q.val();
+                self.lo_count.d.next = self.total.val();
                 self.active.d.next = false;
             }
         }

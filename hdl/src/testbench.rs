@@ -85,17 +85,9 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
 
     /// Writes the credits of users `0 .. credits.len()` through the credit port.
     pub fn write_credits(&mut self, credits: &[u32]) {
-        for row in 0..Self::rows(credits.len()) {
-            self.uut.credit_row.next = (row as u64).into();
-            for lane in 0..P {
-                let c = credits.get(row * P + lane).copied().unwrap_or(0);
-                self.uut.credit_wdata[lane].next = (c as u64).into();
-            }
-            self.uut.credit_write.next = true;
-            self.tick();
+        for (row, words) in credits.chunks(P).enumerate() {
+            self.write_row(row, words);
         }
-        self.uut.credit_write.next = false;
-        self.settle();
     }
 
     /// Writes the balances of row `row` (users `row * P ..`) through the credit port.
@@ -119,16 +111,8 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
 
     /// Reads the credits of users `0 .. n` through the credit port.
     pub fn read_credits(&mut self, n: usize) -> Vec<u32> {
-        let mut out = Vec::with_capacity(n);
-        for row in 0..Self::rows(n) {
-            self.uut.credit_row.next = (row as u64).into();
-            self.tick();
-            for lane in 0..P {
-                if row * P + lane < n {
-                    out.push(self.uut.credit_rdata[lane].val().to_u64() as u32);
-                }
-            }
-        }
+        let mut out: Vec<u32> = (0..Self::rows(n)).flat_map(|row| self.read_row(row)).collect();
+        out.truncate(n);
         out
     }
 

@@ -1,6 +1,7 @@
 // Verilator testbench for the engine (through engine_shell). Reads commands on stdin,
-// drives the block through its handshakes exactly as the RustHDL testbench does
-// (hdl/src/testbench.rs), and prints results on stdout:
+// drives the block through the same handshakes and stall sequence as the RustHDL
+// testbench (hdl/src/testbench.rs, which also asserts that a stalled result beat holds
+// still; this one does not), and prints results on stdout:
 //   credits N c0 .. c{N-1}             write credits        -> "ok"
 //   read N                             read credits         -> "credits c0 ..."
 //   quantum MODE F G SEED N d0 ..      run one quantum      -> "result ERR CYCLES a0 c0 a1 c1 ..."
