@@ -28,12 +28,17 @@ pub enum PoolChange {
 /// per quantum with the demand vector, read allocations and credits.
 ///
 /// ```
-/// use fairshare::{Allocator, Alpha, PoolConfig, Policy};
-/// let config = PoolConfig::equal(3, 2, Alpha::new(1, 2)?, 6)?;
+/// use fairshare::{Allocator, AllocatorState, Alpha, PoolConfig, Policy};
+/// let config = PoolConfig::equal(3, 2, Alpha::new(1, 2)?, 6)?; // 3 users, f = 2, alpha = 1/2, 6 credits
 /// let mut pool = Allocator::new(config, Policy::Karma)?;
-/// assert_eq!(pool.allocate(&[3, 2, 1])?, &[3, 2, 1]);
+/// assert_eq!(pool.allocate(&[3, 2, 1])?, &[3, 2, 1]); // one call per quantum
 /// assert_eq!(pool.credits()[0].to_string(), "5");
-/// # Ok::<(), fairshare::Error>(())
+/// // Checkpoint and resume: the resumed pool continues bit for bit.
+/// let checkpoint = serde_json::to_string(&pool.export_state())?;
+/// let mut resumed = Allocator::from_state(serde_json::from_str::<AllocatorState>(&checkpoint)?)?;
+/// assert_eq!(resumed.allocate(&[3, 0, 0])?, pool.allocate(&[3, 0, 0])?);
+/// assert_eq!(resumed.credits(), pool.credits());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Allocator {

@@ -271,7 +271,7 @@ proptest! {
             let m = maxmin::batched(&p.fair_share, p.capacity, d);
             let k = karma::batched(&p, d, &credits).unwrap();
             for u in 0..d.len() {
-                prop_assert!(s[u] <= p.fair_share[u] && s[u] <= d[u]);
+                prop_assert_eq!(s[u], d[u].min(p.fair_share[u]), "strict partitioning is min(d, f)");
                 prop_assert!(m[u] >= s[u], "max-min user {} got {} < strict {}", u, m[u], s[u]);
                 prop_assert!(k.alloc[u] >= s[u], "karma user {} got {} < strict {}", u, k.alloc[u], s[u]);
             }
