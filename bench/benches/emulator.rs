@@ -5,36 +5,47 @@
 //! What this measures is the driver protocol over shared memory plus the software
 //! model, for N = 16, 256 and 4,096 users; it says nothing about PCIe latency.
 //! Next to it, the same quantum computed directly by the batched software, measured
-//! in the same run.
+//! in the same run. Both sides start every iteration from the same instance,
+//! [`fairshare_bench::karma_instance`] (the device's credits are restored before each
+//! iteration, outside the measurement).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fairshare::policy::karma;
-use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
+use fairshare_bench::karma_instance;
+use fairshare_driver::abi;
 use fairshare_sim::device::{InProcess, Model};
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn round_trip(c: &mut Criterion) {
     let mut group = c.benchmark_group("emulator_round_trip");
     group.sample_size(30).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     let dir = tempfile::tempdir().expect("temporary directory");
     for users in [16usize, 256, 4096] {
-        let demand: Vec<u32> = fairshare_sim::workload::bursty(users, 1, 10, 7)[0].iter().map(|&d| d as u32).collect();
+        let (params, demand, credits) = karma_instance(users, 10, 42);
+        let words: Vec<u32> = demand.iter().map(|&d| d as u32).collect();
+        let balances: Vec<u32> = credits.iter().map(|c| c.floor_int() as u32).collect();
+        assert!(credits.iter().all(|c| c.is_integer()), "equal shares keep whole credits");
+        let (fair, guaranteed) = (params.fair_share[0] as u32, params.guaranteed[0] as u32);
         group.throughput(Throughput::Elements(users as u64));
         let path = dir.path().join(format!("bench{users}.shm"));
         let emu = InProcess::start(&path, users, 16, Model::Software, vec![]).expect("emulator");
         let mut dev = fairshare_driver::shm::open(&path).expect("open the emulator");
-        dev.write_credits(&vec![1_000; users]).expect("restore credits");
-        group.bench_with_input(BenchmarkId::new("emulation (software model)", users), &demand, |b, d| {
-            b.iter(|| black_box(dev.quantum(0, 10, 5, d).expect("quantum")))
+        group.bench_with_input(BenchmarkId::new("emulation (software model)", users), &words, |b, d| {
+            b.iter_custom(|iters| {
+                let mut measured = Duration::ZERO;
+                for _ in 0..iters {
+                    dev.write_credits(&balances).expect("restore credits");
+                    let start = Instant::now();
+                    black_box(dev.quantum(abi::mode::KARMA, fair, guaranteed, d).expect("quantum"));
+                    measured += start.elapsed();
+                }
+                measured
+            })
         });
         drop(dev);
         drop(emu);
-        let config = PoolConfig::equal(users, 10, Alpha::new(1, 2).expect("alpha"), 1_000).expect("pool");
-        let params = KarmaParams::from_config(&config).expect("params");
-        let credits = vec![Credits::from_raw(1_000 << 16); users];
-        let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
-        group.bench_with_input(BenchmarkId::new("software (batched, in-process)", users), &d, |b, d| {
+        group.bench_with_input(BenchmarkId::new("software (batched, in-process)", users), &demand, |b, d| {
             b.iter(|| black_box(karma::batched(&params, d, &credits).expect("quantum")))
         });
     }

@@ -55,20 +55,11 @@ fn karma_literal_vs_batched(c: &mut Criterion) {
     let mut group = c.benchmark_group("karma_literal_vs_batched_n10000_f100");
     group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
     group.throughput(Throughput::Elements(n as u64));
-    group.bench_function("literal", |b| {
-        b.iter(|| {
-            black_box(
-                karma::literal(black_box(&params), black_box(&demand), black_box(&credits)).expect("literal quantum"),
-            )
-        })
-    });
-    group.bench_function("batched", |b| {
-        b.iter(|| {
-            black_box(
-                karma::batched(black_box(&params), black_box(&demand), black_box(&credits)).expect("batched quantum"),
-            )
-        })
-    });
+    for (name, quantum) in [("literal", karma::literal as KarmaFn), ("batched", karma::batched)] {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(quantum(black_box(&params), black_box(&demand), black_box(&credits)).expect("quantum")))
+        });
+    }
     group.finish();
 }
 

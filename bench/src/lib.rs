@@ -2,10 +2,10 @@
 //!
 //! This crate owns the performance measurements: criterion benchmarks (`benches/`) of
 //! the software policies (Karma's literal oracle against its batched threshold search,
-//! batched Karma and max-min up to millions of users), and later the offload path
-//! against the software with its report `bench/REPORT.md`; the library part only holds
-//! the helpers the benches share, so that every bench measures the same realistic
-//! instances.
+//! batched Karma and max-min up to millions of users) and one quantum's round trip
+//! through the emulated device next to the software on the same instance; the library
+//! part only holds the helpers the benches share, so that every bench measures the
+//! same realistic instances.
 
 use fairshare::policy::karma;
 use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
