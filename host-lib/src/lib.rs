@@ -13,6 +13,7 @@ pub mod allocator;
 pub mod config;
 pub mod credits;
 pub mod error;
+pub mod multi;
 pub mod offload;
 pub mod policy;
 pub mod vectors;

@@ -1,0 +1,80 @@
+//! # Multi-resource fair allocation
+//!
+//! Several resources (CPU, memory, bandwidth...) on several servers, shared by users with
+//! per-task demand vectors, following `shared/spec/psdsf_drfh.md` and
+//! `shared/spec/ddrf_bbf.md` including their errata:
+//!
+//! - [`drf`]: Dominant Resource Fairness on one pooled server (progressive filling), the
+//!   baseline the others are compared with.
+//! - [`lexmaxmin`]: weighted lexicographic max-min under per-server capacities and
+//!   placement constraints, the reference procedure behind C-DRFH, TSF and CDRF.
+//!
+//! Allocations are divisible (real task counts) unless a function says otherwise. All
+//! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and
+//! exponential-cone programs go to Clarabel through [`solver`].
+
+pub mod drf;
+pub mod instance;
+pub mod lexmaxmin;
+pub mod solver;
+
+pub use instance::{Builder, Instance, InstanceSpec};
+
+/// Relative tolerance for "saturated", "positive" and level comparisons (spec 0.4).
+pub const EPS: f64 = 1e-9;
+
+/// Why a multi-resource computation could not be done.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MultiError {
+    /// The instance file is not valid JSON of the expected shape.
+    #[error("line {line}, column {column}: {message}")]
+    Parse {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the reader expected.
+        message: String,
+    },
+    /// The instance is well-formed but not a valid instance; the text names the user,
+    /// server or field.
+    #[error("{0}")]
+    Invalid(String),
+    /// The policy cannot take this instance (outside its model); the text says why.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The convex solver did not return a solution.
+    #[error("the convex solver failed: {0}")]
+    Solver(String),
+    /// An iterative method did not converge within its budget.
+    #[error("{0}")]
+    NoConvergence(String),
+}
+
+/// A divisible allocation: tasks per user, and where the policy places them, per server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Allocation {
+    /// Tasks of each user in total.
+    pub totals: Vec<f64>,
+    /// `per_server[n][i]`: tasks of user `n` on server `i`; `None` for policies that
+    /// allocate from the pooled capacity and do not place tasks (DRF, dynamic DRF, BBF).
+    pub per_server: Option<Vec<Vec<f64>>>,
+}
+
+impl Allocation {
+    /// An allocation placed on servers; the totals are the row sums.
+    pub fn placed(per_server: Vec<Vec<f64>>) -> Self {
+        let totals = per_server.iter().map(|row| row.iter().sum()).collect();
+        Allocation { totals, per_server: Some(per_server) }
+    }
+
+    /// An allocation from the pooled capacity.
+    pub fn pooled(totals: Vec<f64>) -> Self {
+        Allocation { totals, per_server: None }
+    }
+}
+
+/// True if `a` and `b` are equal within [`EPS`]-style relative tolerance `tol`.
+pub fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * 1f64.max(a.abs()).max(b.abs())
+}

@@ -1,0 +1,164 @@
+//! The one place that talks to the convex solver (Clarabel, a pure-Rust interior-point
+//! method). Policies state linear programs, optionally with weighted-log terms in the
+//! objective (the Eisenberg-Gale programs of PS-DSF TDM and bottleneck-based fairness), as
+//! rows over non-negative variables; this module turns them into Clarabel's conic form.
+
+use clarabel::algebra::CscMatrix;
+use clarabel::solver::{DefaultSettings, DefaultSolver, IPSolver, SolverStatus, SupportedConeT};
+
+use super::MultiError;
+
+/// A sparse linear expression: `(variable, coefficient)` pairs.
+pub type Terms = Vec<(usize, f64)>;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sense {
+    Le,
+    Eq,
+}
+
+/// maximize `c·x + sum_k w_k ln(a_k·x)` subject to linear rows, `x >= 0`.
+#[derive(Debug, Clone)]
+pub struct Program {
+    vars: usize,
+    objective: Vec<f64>,
+    rows: Vec<(Terms, Sense, f64)>,
+    logs: Vec<(f64, Terms)>,
+}
+
+impl Program {
+    /// A program over `vars` non-negative variables with a zero objective.
+    pub fn new(vars: usize) -> Self {
+        Program { vars, objective: vec![0.0; vars], rows: Vec::new(), logs: Vec::new() }
+    }
+
+    /// Adds `coef * x[var]` to the objective.
+    pub fn maximize(&mut self, var: usize, coef: f64) {
+        self.objective[var] += coef;
+    }
+
+    /// Adds `weight * ln(terms·x)` to the objective (`weight > 0`).
+    pub fn maximize_log(&mut self, weight: f64, terms: Terms) {
+        self.logs.push((weight, terms));
+    }
+
+    /// `terms·x <= rhs`.
+    pub fn le(&mut self, terms: Terms, rhs: f64) {
+        self.rows.push((terms, Sense::Le, rhs));
+    }
+
+    /// `terms·x >= rhs`.
+    pub fn ge(&mut self, terms: Terms, rhs: f64) {
+        let negated = terms.into_iter().map(|(v, a)| (v, -a)).collect();
+        self.rows.push((negated, Sense::Le, -rhs));
+    }
+
+    /// `terms·x == rhs`.
+    pub fn eq(&mut self, terms: Terms, rhs: f64) {
+        self.rows.push((terms, Sense::Eq, rhs));
+    }
+
+    /// Solves; returns `x` (clamped at 0) or an error naming the solver's status.
+    pub fn solve(&self) -> Result<Vec<f64>, MultiError> {
+        let n = self.vars + self.logs.len();
+        // Clarabel: minimize q·z s.t. A z + s = b, s in cones (in row order).
+        let mut a: Vec<Vec<f64>> = Vec::new();
+        let mut b = Vec::new();
+        let mut cones = Vec::new();
+        let row = |terms: &Terms, sign: f64| {
+            let mut dense = vec![0.0; n];
+            for &(v, c) in terms {
+                dense[v] += sign * c;
+            }
+            dense
+        };
+        let eqs: Vec<_> = self.rows.iter().filter(|r| r.1 == Sense::Eq).collect();
+        if !eqs.is_empty() {
+            for (terms, _, rhs) in &eqs {
+                a.push(row(terms, 1.0));
+                b.push(*rhs);
+            }
+            cones.push(SupportedConeT::ZeroConeT(eqs.len()));
+        }
+        let mut nonneg = 0;
+        for (terms, _, rhs) in self.rows.iter().filter(|r| r.1 == Sense::Le) {
+            a.push(row(terms, 1.0));
+            b.push(*rhs);
+            nonneg += 1;
+        }
+        for v in 0..self.vars {
+            a.push(row(&vec![(v, -1.0)], 1.0));
+            b.push(0.0);
+            nonneg += 1;
+        }
+        cones.push(SupportedConeT::NonnegativeConeT(nonneg));
+        let mut q: Vec<f64> = self.objective.iter().map(|c| -c).collect();
+        for (k, (weight, terms)) in self.logs.iter().enumerate() {
+            // (t_k, 1, a_k·x) in the exponential cone  <=>  t_k <= ln(a_k·x).
+            let t = self.vars + k;
+            q.push(-weight);
+            a.push(row(&vec![(t, -1.0)], 1.0));
+            b.push(0.0);
+            a.push(vec![0.0; n]);
+            b.push(1.0);
+            a.push(row(terms, -1.0));
+            b.push(0.0);
+            cones.push(SupportedConeT::ExponentialConeT());
+        }
+        let p = CscMatrix::zeros((n, n));
+        let a = CscMatrix::from(&a);
+        let settings = DefaultSettings {
+            verbose: false,
+            tol_gap_abs: 1e-10,
+            tol_gap_rel: 1e-10,
+            tol_feas: 1e-10,
+            max_iter: 400,
+            ..DefaultSettings::default()
+        };
+        let mut solver =
+            DefaultSolver::new(&p, &q, &a, &b, &cones, settings).map_err(|e| MultiError::Solver(format!("{e:?}")))?;
+        solver.solve();
+        match solver.solution.status {
+            SolverStatus::Solved | SolverStatus::AlmostSolved => {
+                Ok(solver.solution.x[..self.vars].iter().map(|&v| v.max(0.0)).collect())
+            }
+            status => Err(MultiError::Solver(format!("{status:?}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solves_a_small_lp_at_its_vertex() {
+        // max x + y s.t. x + 2y <= 4, 3x + y <= 6  ->  (8/5, 6/5)
+        let mut p = Program::new(2);
+        p.maximize(0, 1.0);
+        p.maximize(1, 1.0);
+        p.le(vec![(0, 1.0), (1, 2.0)], 4.0);
+        p.le(vec![(0, 3.0), (1, 1.0)], 6.0);
+        let x = p.solve().expect("solvable");
+        assert!((x[0] - 1.6).abs() < 1e-7 && (x[1] - 1.2).abs() < 1e-7, "{x:?}");
+    }
+
+    #[test]
+    fn solves_a_log_program() {
+        // max ln x + 2 ln y s.t. x + y <= 3  ->  (1, 2)
+        let mut p = Program::new(2);
+        p.maximize_log(1.0, vec![(0, 1.0)]);
+        p.maximize_log(2.0, vec![(1, 1.0)]);
+        p.le(vec![(0, 1.0), (1, 1.0)], 3.0);
+        let x = p.solve().expect("solvable");
+        assert!((x[0] - 1.0).abs() < 1e-6 && (x[1] - 2.0).abs() < 1e-6, "{x:?}");
+    }
+
+    #[test]
+    fn reports_infeasibility() {
+        let mut p = Program::new(1);
+        p.ge(vec![(0, 1.0)], 2.0);
+        p.le(vec![(0, 1.0)], 1.0);
+        assert!(matches!(p.solve(), Err(MultiError::Solver(_))));
+    }
+}
