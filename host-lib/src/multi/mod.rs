@@ -8,14 +8,20 @@
 //!   baseline the others are compared with.
 //! - [`lexmaxmin`]: weighted lexicographic max-min under per-server capacities and
 //!   placement constraints, the reference procedure behind C-DRFH, TSF and CDRF.
+//! - [`drfh`]: DRFH on heterogeneous servers: the exact LP, weighted and with finite
+//!   tasks, and the task-level First-Fit and Best-Fit heuristics.
+//! - [`psdsf`]: PS-DSF in its RDM and TDM forms, with placement constraints and weights,
+//!   by the per-server water-filling procedure, also as the distributed per-server form.
 //!
 //! Allocations are divisible (real task counts) unless a function says otherwise. All
 //! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and
 //! exponential-cone programs go to Clarabel through [`solver`].
 
 pub mod drf;
+pub mod drfh;
 pub mod instance;
 pub mod lexmaxmin;
+pub mod psdsf;
 pub mod solver;
 
 pub use instance::{Builder, Instance, InstanceSpec};

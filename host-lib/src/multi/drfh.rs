@@ -1,0 +1,149 @@
+//! DRFH, Dominant Resource Fairness with heterogeneous servers (Wang, Li, Liang; spec
+//! Part B): max-min of global dominant shares under per-server capacities.
+//!
+//! - [`drfh_lp`]: the exact allocation, LP (7), weighted (B.2.2) and with finite task
+//!   counts (B.2.3). The paper's model: every demand positive, no placement constraints.
+//! - [`drfh`]: the policy: LP (7) inside the paper's model, and outside it (zero demands,
+//!   placement constraints) the lexicographic relaxation C-DRFH that B.2.1 prescribes.
+//! - [`place_tasks`]: the task-level First-Fit and Best-Fit heuristics (B.3): whole
+//!   tasks, one at a time, to the user with the lowest weighted global dominant share.
+
+use super::lexmaxmin::{baseline, Baseline};
+use super::solver::Program;
+use super::{Allocation, Instance, MultiError};
+
+/// True if the instance is inside DRFH's model: positive demands, no placement constraints.
+pub fn in_paper_model(inst: &Instance) -> bool {
+    inst.unconstrained() && inst.demand.iter().all(|d| d.iter().all(|&v| v > 0.0))
+}
+
+/// LP (7) with weights and task limits: every user's weighted global dominant share
+/// `x_n * task_share_n / phi_n` is the same `g`, as high as the servers allow; users that
+/// reach `max_tasks` are fixed and the others keep rising (B.2.3, only totals of fixed
+/// users are kept, their placement may move). Returns `g` of the last round and the
+/// allocation. Ignores placement constraints, as the paper's model does.
+pub fn drfh_lp(inst: &Instance) -> Result<(f64, Allocation), MultiError> {
+    let (n_users, n_servers, m) = (inst.n_users(), inst.n_servers(), inst.n_resources());
+    let share: Vec<f64> = (0..n_users).map(|n| inst.task_share(n)).collect();
+    let var = |n: usize, i: usize| n * n_servers + i;
+    let g = n_users * n_servers;
+    let mut fixed: Vec<Option<f64>> = vec![None; n_users];
+    loop {
+        let mut p = Program::new(g + 1);
+        p.maximize(g, 1.0);
+        for i in 0..n_servers {
+            for r in 0..m {
+                let terms: Vec<_> =
+                    (0..n_users).filter(|&n| inst.demand[n][r] > 0.0).map(|n| (var(n, i), inst.demand[n][r])).collect();
+                if !terms.is_empty() {
+                    p.le(terms, inst.capacity[i][r]);
+                }
+            }
+        }
+        for n in 0..n_users {
+            let mut terms: Vec<_> = (0..n_servers).map(|i| (var(n, i), share[n])).collect();
+            match fixed[n] {
+                Some(tasks) => p.eq(terms, tasks * share[n]),
+                None => {
+                    if let Some(t) = inst.max_tasks[n] {
+                        p.le(vec![(g, inst.weight[n])], t * share[n]);
+                    }
+                    terms.push((g, -inst.weight[n]));
+                    p.eq(terms, 0.0);
+                }
+            }
+        }
+        let x = p.solve()?;
+        let level = x[g];
+        let newly: Vec<usize> = (0..n_users)
+            .filter(|&n| fixed[n].is_none())
+            .filter(|&n| inst.max_tasks[n].is_some_and(|t| inst.weight[n] * level >= t * share[n] * (1.0 - 1e-7)))
+            .collect();
+        let done = newly.is_empty() || fixed.iter().filter(|f| f.is_none()).count() == newly.len();
+        if done {
+            let per_server = (0..n_users).map(|n| (0..n_servers).map(|i| x[var(n, i)]).collect()).collect();
+            return Ok((level, Allocation::placed(per_server)));
+        }
+        for n in newly {
+            fixed[n] = inst.max_tasks[n];
+        }
+    }
+}
+
+/// DRFH: LP (7) inside the paper's model, C-DRFH (lexicographic max-min of global
+/// dominant shares with placement constraints) outside it. Both honour task limits.
+pub fn drfh(inst: &Instance) -> Result<Allocation, MultiError> {
+    if in_paper_model(inst) {
+        Ok(drfh_lp(inst)?.1)
+    } else {
+        baseline(inst, Baseline::CDrfh)
+    }
+}
+
+/// Which server a task-level heuristic picks among those the task fits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// The first server in index order.
+    First,
+    /// The server whose free-capacity shape is closest (L1) to the task's (eq. 9).
+    Best,
+}
+
+/// Tolerance of the fit test on normalized shares: repeated subtraction of shares like
+/// 1/70 leaves residues like -6e-16 that must not reject the last task (spec B.3).
+const FIT_EPS: f64 = 1e-12;
+
+/// Task-level progressive filling (B.3): while some user has pending tasks (up to
+/// `max_tasks`, unbounded otherwise) and fits somewhere, place one whole task of the user
+/// with the lowest weighted global dominant share (ties: lowest index) on the server
+/// chosen by `fit` (ties: lowest index) among its eligible servers. A user that fits
+/// nowhere is skipped from then on. Returns whole task counts per server.
+pub fn place_tasks(inst: &Instance, fit: Fit) -> Allocation {
+    let (n_users, n_servers, m) = (inst.n_users(), inst.n_servers(), inst.n_resources());
+    let pooled = inst.pooled();
+    let norm =
+        |v: &[f64]| -> Vec<f64> { (0..m).map(|r| if pooled[r] > 0.0 { v[r] / pooled[r] } else { 0.0 }).collect() };
+    let demand: Vec<Vec<f64>> = inst.demand.iter().map(|d| norm(d)).collect();
+    let mut avail: Vec<Vec<f64>> = inst.capacity.iter().map(|c| norm(c)).collect();
+    let share: Vec<f64> = demand.iter().map(|d| d.iter().cloned().fold(0.0, f64::max)).collect();
+    let mut run = vec![0u64; n_users];
+    let mut per_server = vec![vec![0u64; n_servers]; n_users];
+    let mut blocked = vec![false; n_users];
+    loop {
+        let pending = |n: usize| inst.max_tasks[n].is_none_or(|t| (run[n] as f64) < t.floor());
+        let pick = (0..n_users).filter(|&n| !blocked[n] && pending(n)).min_by(|&a, &b| {
+            let ga = run[a] as f64 * share[a] / inst.weight[a];
+            let gb = run[b] as f64 * share[b] / inst.weight[b];
+            ga.total_cmp(&gb).then(a.cmp(&b))
+        });
+        let Some(n) = pick else { break };
+        let fits = |l: usize| inst.eligible[n][l] && (0..m).all(|r| demand[n][r] <= avail[l][r] + FIT_EPS);
+        let candidates = (0..n_servers).filter(|&l| fits(l));
+        let chosen = match fit {
+            Fit::First => candidates.into_iter().next(),
+            Fit::Best => {
+                // Normalize both shapes by the first resource the user demands (CPU in
+                // the paper, where every demand is positive).
+                let r0 = (0..m).find(|&r| demand[n][r] > 0.0).unwrap_or(0);
+                let h = |l: usize| -> f64 {
+                    if avail[l][r0] <= 0.0 {
+                        return f64::INFINITY;
+                    }
+                    (0..m).map(|r| (demand[n][r] / demand[n][r0] - avail[l][r] / avail[l][r0]).abs()).sum()
+                };
+                candidates.min_by(|&a, &b| h(a).total_cmp(&h(b)).then(a.cmp(&b)))
+            }
+        };
+        match chosen {
+            Some(l) => {
+                for r in 0..m {
+                    avail[l][r] -= demand[n][r];
+                }
+                run[n] += 1;
+                per_server[n][l] += 1;
+            }
+            None => blocked[n] = true,
+        }
+    }
+    Allocation::placed(per_server.iter().map(|row| row.iter().map(|&t| t as f64).collect()).collect())
+}
