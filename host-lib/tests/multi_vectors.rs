@@ -121,15 +121,15 @@ fn tv_ps_4_user_4_leaves_and_returns_in_the_distributed_form() {
     let inst = tv_ps_4();
     let order: Vec<usize> = (0..4).collect();
     let mut servers = Servers::new(&inst, Sharing::Rdm);
-    servers.converge(&order).expect("converges");
+    servers.converge(|_| order.clone()).expect("converges");
     assert_totals("all four", &servers.allocation().totals, &[210.0, 105.0, 82.5, 27.5], TOL);
     servers.set_active(3, false);
-    let sweeps = servers.converge(&order).expect("converges");
+    let sweeps = servers.converge(|_| order.clone()).expect("converges").sweeps;
     assert_totals("user 4 inactive", &servers.allocation().totals, &[251.25, 125.625, 82.5, 0.0], TOL);
     let x = servers.allocation().per_server.expect("placed");
     assert!((x[1][3] - 41.25).abs() < TOL, "class D goes to user 2: {:?}", x[1]);
     servers.set_active(3, true);
-    servers.converge(&order).expect("converges");
+    servers.converge(|_| order.clone()).expect("converges");
     assert_totals("user 4 back", &servers.allocation().totals, &[210.0, 105.0, 82.5, 27.5], TOL);
     assert!(sweeps < 50, "re-converged in {sweeps} sweeps");
     let without = inst.subset(&[0, 1, 2]);
@@ -271,7 +271,7 @@ fn tv_drfh_1_lp_heuristics_and_the_cross_paper_vector() {
         per_user
     };
     assert_totals("naive per-server DRF", &isolated, &[6.0, 6.0], TOL);
-    servers.converge(&[0, 1]).expect("converges");
+    servers.converge(|_| vec![0, 1]).expect("converges");
     assert_totals("repaired", &servers.allocation().totals, &[10.0, 10.0], TOL);
 }
 
@@ -346,4 +346,48 @@ fn drfh_finite_tasks_fix_users_and_the_others_keep_rising() {
     assert_totals("finite", &a.totals, &[4.0, 11.2], TOL);
     let lex = baseline(&inst, Baseline::CDrfh).expect("solves");
     assert_totals("C-DRFH agrees", &lex.totals, &[4.0, 11.2], TOL);
+}
+
+#[test]
+fn undamped_server_procedure_can_cycle() {
+    // Found by the property tests: sweeping servers 1..4 in order, the undamped server
+    // procedure (A.5.4) alternates between two allocations forever (user 4 gets 25/21 and
+    // 9/7 tasks on server 3 in turn), neither PS-DSF. Half steps converge.
+    let inst = Builder::new(
+        &[&[0.0, 0.0, 0.0], &[0.0, 2.0, 1.0], &[3.0, 6.0, 3.0], &[2.0, 7.0, 3.0]],
+        &[&[1.0, 4.0, 0.0], &[4.0, 0.0, 3.0], &[2.0, 0.0, 0.0], &[0.0, 3.0, 1.0], &[1.0, 0.0, 4.0]],
+    )
+    .weights(&[3.0, 2.0, 1.0, 3.0, 2.0])
+    .eligible(&[
+        &[false, false, false, true],
+        &[false, false, true, false],
+        &[false, false, true, false],
+        &[false, true, true, true],
+        &[false, false, true, true],
+    ])
+    .build()
+    .expect("valid");
+    let order = [0, 1, 2, 3];
+    let mut servers = Servers::new(&inst, Sharing::Rdm);
+    for _ in 0..1000 {
+        servers.sweep(&order);
+    }
+    let a = servers.allocation().per_server.expect("placed");
+    servers.sweep(&order);
+    let b = servers.allocation().per_server.expect("placed");
+    servers.sweep(&order);
+    let c = servers.allocation().per_server.expect("placed");
+    let ab = (a[3][2] - b[3][2]).abs();
+    assert!(ab > 0.09, "still moving after 1,000 sweeps: {} -> {}", a[3][2], b[3][2]);
+    assert!((a[3][2] - c[3][2]).abs() < 1e-9, "period 2");
+    let lo = a[3][2].min(b[3][2]);
+    let hi = a[3][2].max(b[3][2]);
+    assert!((lo - 25.0 / 21.0).abs() < 1e-9 && (hi - 9.0 / 7.0).abs() < 1e-9, "{lo} {hi}");
+    assert!(!psdsf::is_psdsf_rdm(&inst, &a, 1e-7) && !psdsf::is_psdsf_rdm(&inst, &b, 1e-7));
+    let mut servers = Servers::new(&inst, Sharing::Rdm);
+    let done = servers.converge(|_| order.to_vec()).expect("converges with a smaller step");
+    assert!(done.step < 1.0 && done.sweeps > psdsf::SWEEPS_PER_STEP, "{done:?}");
+    let x = servers.allocation();
+    assert!(psdsf::is_psdsf_rdm(&inst, x.per_server.as_ref().expect("placed"), 1e-7));
+    assert_totals("damped", &x.totals, &[27.0 / 17.0, 58.0 / 119.0, 58.0 / 119.0, 36.0 / 17.0, 58.0 / 119.0], 1e-8);
 }

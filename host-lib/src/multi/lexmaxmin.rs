@@ -71,7 +71,10 @@ impl<'a> Filling<'a> {
             }
             p
         };
-        let mut level: Vec<Option<f64>> = vec![None; n_users];
+        // Users that can run nothing sit at level 0 from the start (they would pin t to 0).
+        let mut level: Vec<Option<f64>> = (0..n_users)
+            .map(|n| (self.cap[n] == Some(0.0) || var[n].iter().all(Option::is_none)).then_some(0.0))
+            .collect();
         let mut last = vec![0.0; vars];
         while level.iter().any(Option::is_none) {
             // The highest common level of the unfrozen users.

@@ -28,8 +28,23 @@ pub enum Sharing {
 /// (relative to the largest allocation).
 pub const SWEEP_TOL: f64 = 1e-12;
 
-/// Sweeps before [`solve`] gives up (the spec saw at most 1,278 at 1e-12).
-pub const MAX_SWEEPS: usize = 100_000;
+/// Sweeps at each step size before [`Servers::converge`] halves the step. The spec saw
+/// at most 1,278 undamped sweeps at 1e-12; our property tests found instances where the
+/// undamped procedure cycles with period 2 forever (`multi_vectors.rs`,
+/// `undamped_server_procedure_can_cycle`), which a step of 1/2 resolves.
+pub const SWEEPS_PER_STEP: usize = 5_000;
+
+/// Step sizes [`Servers::converge`] tries in turn, as fractions of the current step.
+const STEP_SCHEDULE: [f64; 4] = [1.0, 0.5, 0.25, 0.125];
+
+/// How the sweeps converged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Convergence {
+    /// Sweeps in all, over every step size tried.
+    pub sweeps: usize,
+    /// The step size that converged (1: the spec's undamped procedure).
+    pub step: f64,
+}
 
 /// The distributed PS-DSF state: the allocation `x[n][i]`, which users are active, and
 /// the server procedure each server runs on its own column.
@@ -41,6 +56,8 @@ pub struct Servers<'a> {
     active: Vec<bool>,
     /// `x[n][i]`: tasks of user `n` on server `i`.
     x: Vec<Vec<f64>>,
+    /// Step of each server update towards its water-filled column (1: the spec's procedure).
+    step: f64,
 }
 
 impl<'a> Servers<'a> {
@@ -52,6 +69,7 @@ impl<'a> Servers<'a> {
             gamma: inst.gamma(),
             active: vec![true; inst.n_users()],
             x: vec![vec![0.0; inst.n_servers()]; inst.n_users()],
+            step: 1.0,
         }
     }
 
@@ -88,11 +106,18 @@ impl<'a> Servers<'a> {
         let y = water_fill(&caps, &dem, &slope, &base);
         let mut change: f64 = 0.0;
         for n in 0..self.inst.n_users() {
-            let new = users.iter().position(|&u| u == n).map_or(0.0, |k| y[k]);
+            let target = users.iter().position(|&u| u == n).map_or(0.0, |k| y[k]);
+            let new = self.x[n][i] + self.step * (target - self.x[n][i]);
             change = change.max((new - self.x[n][i]).abs());
             self.x[n][i] = new;
         }
         change
+    }
+
+    /// Moves each server's column only `step` of the way to its water-filled column
+    /// (`0 < step <= 1`). A convex combination of two feasible columns is feasible.
+    pub fn set_step(&mut self, step: f64) {
+        self.step = step;
     }
 
     /// One sweep over the servers in `order`; returns the largest change.
@@ -100,16 +125,31 @@ impl<'a> Servers<'a> {
         order.iter().map(|&i| self.update(i)).fold(0.0, f64::max)
     }
 
-    /// Sweeps in `order` until converged; returns the number of sweeps.
-    pub fn converge(&mut self, order: &[usize]) -> Result<usize, MultiError> {
-        for sweep in 1..=MAX_SWEEPS {
-            let change = self.sweep(order);
-            let scale = self.x.iter().flatten().cloned().fold(1.0, f64::max);
-            if change <= SWEEP_TOL * scale {
-                return Ok(sweep);
+    /// Sweeps until a full sweep changes nothing (within [`SWEEP_TOL`]), each sweep in the
+    /// server order `order(sweep)` (fixed, or a new permutation each time: the
+    /// distributed form). If the sweeps do not settle within [`SWEEPS_PER_STEP`], the
+    /// step is halved and the sweeps go on, down to 1/8 of the set step.
+    pub fn converge(&mut self, mut order: impl FnMut(usize) -> Vec<usize>) -> Result<Convergence, MultiError> {
+        let base = self.step;
+        let mut sweeps = 0;
+        for factor in STEP_SCHEDULE {
+            self.step = base * factor;
+            for _ in 0..SWEEPS_PER_STEP {
+                let change = self.sweep(&order(sweeps));
+                sweeps += 1;
+                let scale = self.x.iter().flatten().cloned().fold(1.0, f64::max);
+                if change <= SWEEP_TOL * scale {
+                    let step = self.step;
+                    self.step = base;
+                    return Ok(Convergence { sweeps, step });
+                }
             }
         }
-        Err(MultiError::NoConvergence(format!("PS-DSF did not converge in {MAX_SWEEPS} sweeps of the servers")))
+        self.step = base;
+        Err(MultiError::NoConvergence(format!(
+            "PS-DSF did not converge in {sweeps} sweeps of the servers, down to a step of {}",
+            base * STEP_SCHEDULE[STEP_SCHEDULE.len() - 1]
+        )))
     }
 }
 
@@ -169,7 +209,7 @@ pub fn solve(inst: &Instance, sharing: Sharing) -> Result<Allocation, MultiError
 /// PS-DSF sweeping the servers in `order` (RDM results may depend on it: spec C8).
 pub fn solve_in_order(inst: &Instance, sharing: Sharing, order: &[usize]) -> Result<Allocation, MultiError> {
     let mut servers = Servers::new(inst, sharing);
-    servers.converge(order)?;
+    servers.converge(|_| order.to_vec())?;
     Ok(servers.allocation())
 }
 

@@ -107,23 +107,30 @@ impl Program {
         }
         let p = CscMatrix::zeros((n, n));
         let a = CscMatrix::from(&a);
-        let settings = DefaultSettings {
-            verbose: false,
-            tol_gap_abs: 1e-10,
-            tol_gap_rel: 1e-10,
-            tol_feas: 1e-10,
-            max_iter: 400,
-            ..DefaultSettings::default()
-        };
-        let mut solver =
-            DefaultSolver::new(&p, &q, &a, &b, &cones, settings).map_err(|e| MultiError::Solver(format!("{e:?}")))?;
-        solver.solve();
-        match solver.solution.status {
-            SolverStatus::Solved | SolverStatus::AlmostSolved => {
-                Ok(solver.solution.x[..self.vars].iter().map(|&v| v.max(0.0)).collect())
+        // Tight tolerances first (the flat optimum of a log program needs them for
+        // 1e-10 accuracy); degenerate programs can stall there, so then Clarabel's own.
+        let mut last = String::new();
+        for tight in [true, false] {
+            let mut settings = DefaultSettings { verbose: false, max_iter: 400, ..DefaultSettings::default() };
+            if tight {
+                settings.tol_gap_abs = 1e-14;
+                settings.tol_gap_rel = 1e-14;
+                settings.tol_feas = 1e-12;
             }
-            status => Err(MultiError::Solver(format!("{status:?}"))),
+            let mut solver = DefaultSolver::new(&p, &q, &a, &b, &cones, settings)
+                .map_err(|e| MultiError::Solver(format!("{e:?}")))?;
+            solver.solve();
+            match solver.solution.status {
+                SolverStatus::Solved | SolverStatus::AlmostSolved => {
+                    return Ok(solver.solution.x[..self.vars].iter().map(|&v| v.max(0.0)).collect());
+                }
+                SolverStatus::PrimalInfeasible | SolverStatus::AlmostPrimalInfeasible => {
+                    return Err(MultiError::Solver("the program is infeasible".into()));
+                }
+                status => last = format!("{status:?}"),
+            }
         }
+        Err(MultiError::Solver(last))
     }
 }
 
