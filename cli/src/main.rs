@@ -2,13 +2,14 @@
 //!
 //! `fairshare demo` runs the built-in comparison, `fairshare replay` runs a demand
 //! trace through a policy, `fairshare selftest` checks a backend against golden
-//! vectors. Exit status: 0 success, 1 selftest mismatch, 2 bad input (the message
+//! vectors, `fairshare multi` runs a multi-resource policy on an instance. Exit status: 0 success, 1 selftest mismatch, 2 bad input (the message
 //! names the file, line, field and value; no partial output file is left behind).
 
 mod backend;
 mod demo;
 mod hdl;
 mod input;
+mod multi;
 mod output;
 mod replay;
 mod selftest;
@@ -105,6 +106,19 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
         /// Print the summary (on stderr) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a multi-resource policy (DRF, DRFH, PS-DSF...) on a JSON instance: servers with
+    /// capacities, users with per-task demands; prints tasks and dominant share per user.
+    Multi {
+        /// Policy: drf, drfh, drfh-firstfit, drfh-bestfit, psdsf-rdm, psdsf-tdm, tsf, cdrf.
+        #[arg(long, value_parser = parse_multi_policy)]
+        policy: fairshare::multi::MultiPolicy,
+        /// The instance file (JSON: resources, servers, users).
+        #[arg(long)]
+        instance: PathBuf,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -232,6 +246,10 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
 }
 
+fn parse_multi_policy(s: &str) -> Result<fairshare::multi::MultiPolicy, String> {
+    s.parse()
+}
+
 fn parse_credits(s: &str) -> Result<Credits, String> {
     s.parse().map_err(|e: fairshare::credits::ParseCreditsError| e.to_string())
 }
@@ -293,6 +311,7 @@ fn main() -> ExitCode {
         Command::DeviceSim { shm, model, users, lanes, faults, late_ms } => {
             device_sim(&shm, model, users, lanes, faults, late_ms).map(|_| true)
         }
+        Command::Multi { policy, instance, json } => multi::run(policy, &instance, json).map(|_| true),
         Command::Hdl { command: HdlCommand::Regs } => {
             hdl::regs();
             Ok(true)

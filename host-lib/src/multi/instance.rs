@@ -104,10 +104,11 @@ fn check_unique(kind: &str, names: &[String]) -> Result<(), MultiError> {
 impl Instance {
     /// Parses and validates a JSON instance. Errors name the user, server or field.
     pub fn from_json(text: &str) -> Result<Self, MultiError> {
-        let spec: InstanceSpec = serde_json::from_str(text).map_err(|e| MultiError::Parse {
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
+        let spec: InstanceSpec = serde_json::from_str(text).map_err(|e| {
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let message = e.to_string();
+            let message = message.strip_suffix(&suffix).unwrap_or(&message).to_string();
+            MultiError::Parse { line: e.line(), column: e.column(), message }
         })?;
         Self::new(spec)
     }
@@ -267,6 +268,12 @@ impl Instance {
             .filter(|&r| self.demand[n][r] > 0.0)
             .map(|r| self.demand[n][r] / pooled[r])
             .fold(0.0, f64::max)
+    }
+
+    /// Global dominant share of `tasks` tasks of user `n`: the fraction of the pooled
+    /// capacity of its dominant resource they take.
+    pub fn dominant_share(&self, n: usize, tasks: f64) -> f64 {
+        tasks * self.task_share(n)
     }
 
     /// True if no user has an explicit placement constraint.

@@ -21,10 +21,12 @@ pub mod drf;
 pub mod drfh;
 pub mod instance;
 pub mod lexmaxmin;
+pub mod policy;
 pub mod psdsf;
 pub mod solver;
 
 pub use instance::{Builder, Instance, InstanceSpec};
+pub use policy::{run, MultiPolicy, Report};
 
 /// Relative tolerance for "saturated", "positive" and level comparisons (spec 0.4).
 pub const EPS: f64 = 1e-9;

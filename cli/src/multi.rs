@@ -1,0 +1,106 @@
+//! `fairshare multi`: one multi-resource policy on a JSON instance file; a table per user
+//! (tasks, dominant share, tasks per server), or JSON for scripts.
+
+use std::path::Path;
+
+use fairshare::multi::{self, Allocation, Instance, MultiPolicy, Report};
+use serde_json::{json, Map, Value};
+
+use crate::output::table;
+use crate::CliError;
+
+/// Reads and validates the instance; errors name the file and the line or the field.
+pub fn load(path: &Path) -> Result<Instance, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+    Instance::from_json(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
+}
+
+fn users_json(inst: &Instance, a: &Allocation) -> Vec<Value> {
+    (0..inst.n_users())
+        .map(|n| {
+            let per_server = a.per_server.as_ref().map(|x| {
+                let map: Map<String, Value> =
+                    inst.servers.iter().zip(&x[n]).map(|(s, &t)| (s.clone(), json!(t))).collect();
+                Value::Object(map)
+            });
+            json!({
+                "name": inst.users[n],
+                "tasks": a.totals[n],
+                "dominant_share": inst.dominant_share(n, a.totals[n]),
+                "per_server": per_server,
+            })
+        })
+        .collect()
+}
+
+fn users_table(inst: &Instance, a: &Allocation) -> String {
+    let mut header = vec!["user", "tasks", "dominant share"];
+    if a.per_server.is_some() {
+        header.extend(inst.servers.iter().map(String::as_str));
+    }
+    let rows: Vec<Vec<String>> = (0..inst.n_users())
+        .map(|n| {
+            let mut row = vec![
+                inst.users[n].clone(),
+                format!("{:.6}", a.totals[n]),
+                format!("{:.6}", inst.dominant_share(n, a.totals[n])),
+            ];
+            if let Some(x) = &a.per_server {
+                row.extend(x[n].iter().map(|t| format!("{t:.6}")));
+            }
+            row
+        })
+        .collect();
+    table(&header, &rows)
+}
+
+/// Prints the report as a table, or as JSON with `json`.
+fn print(inst: &Instance, report: &Report, json: bool) {
+    if json {
+        let steps: Vec<Value> = report
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                let arrived = inst.subset(&(0..=k).collect::<Vec<_>>());
+                json!({ "arrival": inst.users[k], "users": users_json(&arrived, a) })
+            })
+            .collect();
+        let mut out = json!({
+            "policy": report.policy.name(),
+            "method": report.method,
+            "pooled": report.allocation.per_server.is_none(),
+            "users": users_json(inst, &report.allocation),
+            "ignored": report.ignored,
+        });
+        if !steps.is_empty() {
+            out["steps"] = Value::Array(steps);
+        }
+        println!("{out:#}");
+        return;
+    }
+    println!("policy {} ({})", report.policy, report.method);
+    if report.allocation.per_server.is_none() {
+        println!("allocated from the pooled capacity; tasks are not placed on servers");
+    }
+    for (k, a) in report.steps.iter().enumerate() {
+        let arrived = inst.subset(&(0..=k).collect::<Vec<_>>());
+        println!("\nafter arrival {} ({}):", k + 1, inst.users[k]);
+        print!("{}", users_table(&arrived, a));
+    }
+    if !report.steps.is_empty() {
+        println!("\nfinal:");
+    }
+    print!("{}", users_table(inst, &report.allocation));
+}
+
+/// `fairshare multi --policy P --instance FILE [--json]`.
+pub fn run(policy: MultiPolicy, path: &Path, json: bool) -> Result<(), CliError> {
+    let inst = load(path)?;
+    let report = multi::run(policy, &inst).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    for field in &report.ignored {
+        eprintln!("fairshare: note: {policy} ignores {field}");
+    }
+    print(&inst, &report, json);
+    Ok(())
+}

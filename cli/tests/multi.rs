@@ -1,0 +1,151 @@
+//! `fairshare multi` end to end: the example instances of `examples/`, the JSON shape
+//! scripts rely on, and every kind of invalid instance (exit status 2, a message naming
+//! the user, server or field). Expected numbers are the spec's (`psdsf_drfh.md` TV-PS-4).
+
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fairshare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().unwrap()
+}
+
+fn example(file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(file).to_str().unwrap().to_string()
+}
+
+fn multi_json(policy: &str, instance: &str) -> serde_json::Value {
+    let out = fairshare(&["multi", "--policy", policy, "--instance", instance, "--json"]);
+    assert!(out.status.success(), "{policy}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn psdsf_on_the_example_cluster_gives_table_iv() {
+    let json = multi_json("psdsf-rdm", &example("cluster.json"));
+    assert_eq!(json["policy"], "psdsf-rdm");
+    let users = json["users"].as_array().unwrap();
+    let names: Vec<&str> = users.iter().map(|u| u["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["web", "cache", "batch", "ml"]);
+    // Table IV of the PS-DSF paper (the example is the spec's reconstruction of it).
+    let want = [210.0, 105.0, 82.5, 27.5];
+    // Dominant share: tasks times the user's largest demand over the pooled capacity
+    // (CPU 64, memory 58.5).
+    let share = [0.1 / 58.5, 0.2 / 58.5, 0.2 / 64.0, 0.3 / 58.5];
+    for (n, u) in users.iter().enumerate() {
+        let tasks = u["tasks"].as_f64().unwrap();
+        assert!((tasks - want[n]).abs() < 1e-6, "{}: {tasks}", names[n]);
+        assert!((u["dominant_share"].as_f64().unwrap() - want[n] * share[n]).abs() < 1e-8);
+        let per_server = u["per_server"].as_object().unwrap();
+        let sum: f64 = per_server.values().map(|v| v.as_f64().unwrap()).sum();
+        assert!((sum - tasks).abs() < 1e-6);
+    }
+    assert_eq!(users[2]["per_server"]["class-a"], 0.0, "batch may only run on classes c and d");
+    let table = fairshare(&["multi", "--policy", "psdsf-rdm", "--instance", &example("cluster.json")]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("class-a") && text.contains("82.500000"), "{text}");
+}
+
+#[test]
+fn every_policy_runs_on_the_example_and_pooled_ones_say_so() {
+    for policy in ["drf", "drfh", "drfh-firstfit", "drfh-bestfit", "psdsf-rdm", "psdsf-tdm", "tsf", "cdrf"] {
+        let json = multi_json(policy, &example("cluster.json"));
+        let users = json["users"].as_array().unwrap();
+        assert_eq!(users.len(), 4, "{policy}");
+        assert!(users.iter().all(|u| u["tasks"].as_f64().unwrap() > 0.0), "{policy}: {json}");
+        assert_eq!(json["pooled"], policy == "drf", "{policy}");
+        assert_eq!(users[0]["per_server"].is_null(), policy == "drf", "{policy}");
+    }
+    let out = fairshare(&["multi", "--policy", "drf", "--instance", &example("cluster.json")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ignores eligible"));
+}
+
+fn rejected(dir: &Path, name: &str, content: &str, expect: &[&str]) {
+    let path: PathBuf = dir.join(name);
+    fs::write(&path, content).unwrap();
+    let out = fairshare(&["multi", "--policy", "drfh", "--instance", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains(name), "{name}: the file is named: {stderr}");
+    for e in expect {
+        assert!(stderr.contains(e), "{name}: expected `{e}` in: {stderr}");
+    }
+    assert!(out.stdout.is_empty(), "nothing printed on a bad instance");
+}
+
+#[test]
+fn invalid_instances_name_the_user_server_or_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = r#"{"name": "s1", "capacity": [4, 4]}"#;
+    let inst = |servers: &str, users: &str| {
+        format!(r#"{{"resources": ["cpu", "mem"], "servers": [{servers}], "users": [{users}]}}"#)
+    };
+    rejected(
+        d,
+        "short.json",
+        &inst(server, r#"{"name": "ann", "demand": [1]}"#),
+        &["user \"ann\"", "demand has 1 entries, expected 2"],
+    );
+    rejected(
+        d,
+        "negative.json",
+        &inst(server, r#"{"name": "ann", "demand": [1, -2]}"#),
+        &["user \"ann\"", "demand[mem] = -2", "negative"],
+    );
+    rejected(
+        d,
+        "cap.json",
+        &inst(r#"{"name": "s1", "capacity": [4, -1]}"#, r#"{"name": "ann", "demand": [1, 1]}"#),
+        &["server \"s1\"", "capacity[mem]"],
+    );
+    rejected(d, "nan.json", &inst(server, r#"{"name": "ann", "demand": [1, NaN]}"#), &["line 1, column"]);
+    rejected(
+        d,
+        "unknown.json",
+        &inst(server, r#"{"name": "ann", "demand": [1, 1], "eligible": ["s9"]}"#),
+        &["user \"ann\"", "unknown server \"s9\""],
+    );
+    rejected(
+        d,
+        "nowhere.json",
+        &inst(r#"{"name": "s1", "capacity": [4, 0]}"#, r#"{"name": "ann", "demand": [1, 1]}"#),
+        &["user \"ann\" is eligible nowhere"],
+    );
+    rejected(d, "empty.json", &inst(server, ""), &["no users"]);
+    rejected(d, "noservers.json", &inst("", r#"{"name": "ann", "demand": [1, 1]}"#), &["no servers"]);
+    rejected(
+        d,
+        "zero.json",
+        &inst(server, r#"{"name": "ann", "demand": [0, 0]}"#),
+        &["user \"ann\"", "zero for every resource"],
+    );
+    rejected(
+        d,
+        "weight.json",
+        &inst(server, r#"{"name": "ann", "demand": [1, 1], "weight": 0}"#),
+        &["user \"ann\"", "weight"],
+    );
+    rejected(
+        d,
+        "twice.json",
+        &inst(server, r#"{"name": "ann", "demand": [1, 1]}, {"name": "ann", "demand": [1, 1]}"#),
+        &["user \"ann\" is named twice"],
+    );
+    rejected(
+        d,
+        "typo.json",
+        &inst(server, r#"{"name": "ann", "demand": [1, 1], "wieght": 2}"#),
+        &["unknown field `wieght`"],
+    );
+    rejected(d, "syntax.json", "{\n  \"resources\": [\"cpu\",\n}", &["line 3"]);
+    let missing = d.join("missing.json");
+    let out = fairshare(&["multi", "--policy", "drf", "--instance", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
+    let out = fairshare(&["multi", "--policy", "drx", "--instance", missing.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected one of drf, drfh"));
+}

@@ -1,0 +1,134 @@
+//! The multi-resource policies by name, as `fairshare multi --policy` offers them: one
+//! table from name to computation, and the report every policy returns.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::drfh::{drfh, in_paper_model, place_tasks, Fit};
+use super::lexmaxmin::{baseline, Baseline};
+use super::psdsf::{Servers, Sharing};
+use super::{drf, Allocation, Instance, MultiError};
+
+/// A multi-resource policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MultiPolicy {
+    /// DRF on the pooled capacity.
+    Drf,
+    /// DRFH (LP 7; C-DRFH outside the paper's model).
+    Drfh,
+    /// DRFH's task-level First-Fit heuristic (whole tasks).
+    DrfhFirstFit,
+    /// DRFH's task-level Best-Fit heuristic (whole tasks).
+    DrfhBestFit,
+    /// PS-DSF, resource division.
+    PsdsfRdm,
+    /// PS-DSF, time division.
+    PsdsfTdm,
+    /// TSF, the PS-DSF paper's baseline.
+    Tsf,
+    /// CDRF, containerized DRF.
+    Cdrf,
+}
+
+impl MultiPolicy {
+    /// Every policy, in the order of the CLI's help.
+    pub const ALL: [MultiPolicy; 8] = [
+        MultiPolicy::Drf,
+        MultiPolicy::Drfh,
+        MultiPolicy::DrfhFirstFit,
+        MultiPolicy::DrfhBestFit,
+        MultiPolicy::PsdsfRdm,
+        MultiPolicy::PsdsfTdm,
+        MultiPolicy::Tsf,
+        MultiPolicy::Cdrf,
+    ];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            MultiPolicy::Drf => "drf",
+            MultiPolicy::Drfh => "drfh",
+            MultiPolicy::DrfhFirstFit => "drfh-firstfit",
+            MultiPolicy::DrfhBestFit => "drfh-bestfit",
+            MultiPolicy::PsdsfRdm => "psdsf-rdm",
+            MultiPolicy::PsdsfTdm => "psdsf-tdm",
+            MultiPolicy::Tsf => "tsf",
+            MultiPolicy::Cdrf => "cdrf",
+        }
+    }
+}
+
+impl fmt::Display for MultiPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for MultiPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        MultiPolicy::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = MultiPolicy::ALL.iter().map(|p| p.name()).collect();
+            format!("unknown policy {s:?}; expected one of {}", names.join(", "))
+        })
+    }
+}
+
+/// What a policy computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The policy.
+    pub policy: MultiPolicy,
+    /// How it was computed (which form, how many sweeps).
+    pub method: String,
+    /// The allocation.
+    pub allocation: Allocation,
+    /// For dynamic policies: the allocation after each arrival, in arrival order.
+    pub steps: Vec<Allocation>,
+    /// Fields of the instance the policy's model does not use.
+    pub ignored: Vec<String>,
+}
+
+/// Runs `policy` on `inst`.
+pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
+    let mut ignored = Vec::new();
+    let pooled = |ignored: &mut Vec<String>| {
+        if !inst.unconstrained() {
+            ignored.push("eligible (servers are pooled)".to_string());
+        }
+    };
+    let (method, allocation) = match policy {
+        MultiPolicy::Drf => {
+            pooled(&mut ignored);
+            ("progressive filling on the pooled capacity".to_string(), drf::drf(inst))
+        }
+        MultiPolicy::Drfh => {
+            let method = if in_paper_model(inst) {
+                "LP (7), the paper's model: positive demands, no placement constraints"
+            } else {
+                "C-DRFH, lexicographic max-min of global dominant shares: zero demands or placement constraints"
+            };
+            (method.to_string(), drfh(inst)?)
+        }
+        MultiPolicy::DrfhFirstFit => ("First-Fit, whole tasks".to_string(), place_tasks(inst, Fit::First)),
+        MultiPolicy::DrfhBestFit => ("Best-Fit, whole tasks".to_string(), place_tasks(inst, Fit::Best)),
+        MultiPolicy::PsdsfRdm | MultiPolicy::PsdsfTdm => {
+            let sharing = if policy == MultiPolicy::PsdsfRdm { Sharing::Rdm } else { Sharing::Tdm };
+            let mut servers = Servers::new(inst, sharing);
+            let order: Vec<usize> = (0..inst.n_servers()).collect();
+            let done = servers.converge(|_| order.clone())?;
+            let method = format!("server procedure, {} sweeps (step {})", done.sweeps, done.step);
+            (method, servers.allocation())
+        }
+        MultiPolicy::Tsf => ("lexicographic max-min (TSF)".to_string(), baseline(inst, Baseline::Tsf)?),
+        MultiPolicy::Cdrf => ("lexicographic max-min (CDRF)".to_string(), baseline(inst, Baseline::Cdrf)?),
+    };
+    if inst.entitlement.iter().zip(&inst.weight).any(|(e, w)| {
+        let total: f64 = inst.weight.iter().sum();
+        (e - w / total).abs() > 1e-12
+    }) {
+        ignored.push("entitlement (used by bbf only)".to_string());
+    }
+    Ok(Report { policy, method, allocation, steps: Vec::new(), ignored })
+}
