@@ -199,7 +199,7 @@ proptest! {
                     // Pending tasks: none fits on any eligible server.
                     for i in (0..inst.n_servers()).filter(|&i| inst.eligible[n][i]) {
                         let fits = (0..inst.n_resources()).all(|r| {
-                            let used: f64 = (0..inst.n_users()).map(|m| x[m][i] * inst.demand[m][r]).sum();
+                            let used = inst.usage(x, i, r);
                             used + inst.demand[n][r] <= inst.capacity[i][r] + 1e-9
                         });
                         prop_assert!(!fits, "{fit:?}: user {n} still fits on server {i}");

@@ -9,7 +9,7 @@
 //!   tasks, one at a time, to the user with the lowest weighted global dominant share.
 
 use super::lexmaxmin::{baseline, Baseline};
-use super::solver::Program;
+use super::solver::{capacity_rows, Program};
 use super::{Allocation, Instance, MultiError};
 
 /// True if the instance is inside DRFH's model: positive demands, no placement constraints.
@@ -23,7 +23,7 @@ pub fn in_paper_model(inst: &Instance) -> bool {
 /// users are kept, their placement may move). Returns `g` of the last round and the
 /// allocation. Ignores placement constraints, as the paper's model does.
 pub fn drfh_lp(inst: &Instance) -> Result<(f64, Allocation), MultiError> {
-    let (n_users, n_servers, m) = (inst.n_users(), inst.n_servers(), inst.n_resources());
+    let (n_users, n_servers) = (inst.n_users(), inst.n_servers());
     let share: Vec<f64> = (0..n_users).map(|n| inst.task_share(n)).collect();
     let var = |n: usize, i: usize| n * n_servers + i;
     let g = n_users * n_servers;
@@ -31,15 +31,7 @@ pub fn drfh_lp(inst: &Instance) -> Result<(f64, Allocation), MultiError> {
     loop {
         let mut p = Program::new(g + 1);
         p.maximize(g, 1.0);
-        for i in 0..n_servers {
-            for r in 0..m {
-                let terms: Vec<_> =
-                    (0..n_users).filter(|&n| inst.demand[n][r] > 0.0).map(|n| (var(n, i), inst.demand[n][r])).collect();
-                if !terms.is_empty() {
-                    p.le(terms, inst.capacity[i][r]);
-                }
-            }
-        }
+        capacity_rows(&mut p, &inst.capacity, &inst.demand, |n, i| Some(var(n, i)));
         for n in 0..n_users {
             let mut terms: Vec<_> = (0..n_servers).map(|i| (var(n, i), share[n])).collect();
             match fixed[n] {

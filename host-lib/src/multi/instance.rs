@@ -276,6 +276,11 @@ impl Instance {
         tasks * self.task_share(n)
     }
 
+    /// Amount of resource `r` that the placed tasks `x[n][i]` use on server `i`.
+    pub fn usage(&self, x: &[Vec<f64>], i: usize, r: usize) -> f64 {
+        (0..self.n_users()).map(|n| x[n][i] * self.demand[n][r]).sum()
+    }
+
     /// True if no user has an explicit placement constraint.
     pub fn unconstrained(&self) -> bool {
         self.eligible.iter().all(|row| row.iter().all(|&e| e))

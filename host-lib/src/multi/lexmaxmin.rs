@@ -3,7 +3,7 @@
 //! by linear programs. C-DRFH, TSF, CDRF and DRFH with constraints or finite tasks are
 //! this procedure with different scales; DRF's closed-form filling is checked against it.
 
-use super::solver::Program;
+use super::solver::{capacity_rows, Program};
 use super::{Allocation, Instance, MultiError, EPS};
 
 /// A filling problem: the level of user `n` is `x_n / scale[n]`.
@@ -53,17 +53,7 @@ impl<'a> Filling<'a> {
         let total = |n: usize| -> Vec<(usize, f64)> { var[n].iter().flatten().map(|&v| (v, 1.0)).collect() };
         let base = |with_t: bool| {
             let mut p = Program::new(if with_t { vars + 1 } else { vars });
-            for i in 0..n_servers {
-                for r in 0..self.capacity[i].len() {
-                    let terms: Vec<(usize, f64)> = (0..n_users)
-                        .filter_map(|n| var[n][i].map(|v| (v, self.demand[n][r])))
-                        .filter(|&(_, d)| d > 0.0)
-                        .collect();
-                    if !terms.is_empty() {
-                        p.le(terms, self.capacity[i][r]);
-                    }
-                }
-            }
+            capacity_rows(&mut p, self.capacity, self.demand, |n, i| var[n][i]);
             for n in 0..n_users {
                 if let Some(c) = self.cap[n] {
                     p.le(total(n), c);

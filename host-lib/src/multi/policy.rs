@@ -114,6 +114,9 @@ pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
         MultiPolicy::DrfhFirstFit => ("First-Fit, whole tasks".to_string(), place_tasks(inst, Fit::First)),
         MultiPolicy::DrfhBestFit => ("Best-Fit, whole tasks".to_string(), place_tasks(inst, Fit::Best)),
         MultiPolicy::PsdsfRdm | MultiPolicy::PsdsfTdm => {
+            if inst.max_tasks.iter().any(Option::is_some) {
+                ignored.push("max_tasks (PS-DSF's users are always backlogged)".to_string());
+            }
             let sharing = if policy == MultiPolicy::PsdsfRdm { Sharing::Rdm } else { Sharing::Tdm };
             let mut servers = Servers::new(inst, sharing);
             let order: Vec<usize> = (0..inst.n_servers()).collect();

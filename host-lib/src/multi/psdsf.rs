@@ -12,7 +12,7 @@
 //! as the distributed form (Sec. III-D): servers update one at a time, users come and go.
 //! The TDM allocation is cross-checked by the Eisenberg-Gale program ([`tdm_convex`]).
 
-use super::solver::Program;
+use super::solver::{capacity_rows, Program};
 use super::{close, Allocation, Instance, MultiError, EPS};
 
 /// How a server's resources are shared.
@@ -253,7 +253,7 @@ pub fn feasible_rdm(inst: &Instance, x: &[Vec<f64>], tol: f64) -> bool {
     placed_ok
         && (0..inst.n_servers()).all(|i| {
             (0..inst.n_resources()).all(|r| {
-                let used: f64 = (0..inst.n_users()).map(|n| x[n][i] * inst.demand[n][r]).sum();
+                let used = inst.usage(x, i, r);
                 used <= inst.capacity[i][r] + tol * 1f64.max(inst.capacity[i][r])
             })
         })
@@ -270,7 +270,7 @@ pub fn is_psdsf_rdm(inst: &Instance, x: &[Vec<f64>], tol: f64) -> bool {
     (0..inst.n_users()).all(|n| {
         (0..inst.n_servers()).filter(|&i| gamma[n][i] > 0.0).all(|i| {
             (0..inst.n_resources()).any(|r| {
-                let used: f64 = (0..inst.n_users()).map(|m| x[m][i] * inst.demand[m][r]).sum();
+                let used = inst.usage(x, i, r);
                 inst.demand[n][r] > 0.0
                     && used >= inst.capacity[i][r] - tol * 1f64.max(inst.capacity[i][r])
                     && (0..inst.n_users())
@@ -343,20 +343,10 @@ pub fn pareto_gain(inst: &Instance, totals: &[f64], sharing: Sharing) -> Result<
         }
         p.ge((0..n_servers).map(|i| (var(n, i), 1.0)).collect(), totals[n] * (1.0 - 1e-9));
     }
-    for i in 0..n_servers {
-        match sharing {
-            Sharing::Rdm => {
-                for r in 0..inst.n_resources() {
-                    let terms: Vec<_> = (0..n_users)
-                        .filter(|&n| inst.demand[n][r] > 0.0)
-                        .map(|n| (var(n, i), inst.demand[n][r]))
-                        .collect();
-                    if !terms.is_empty() {
-                        p.le(terms, inst.capacity[i][r]);
-                    }
-                }
-            }
-            Sharing::Tdm => {
+    match sharing {
+        Sharing::Rdm => capacity_rows(&mut p, &inst.capacity, &inst.demand, |n, i| Some(var(n, i))),
+        Sharing::Tdm => {
+            for i in 0..n_servers {
                 let terms: Vec<_> =
                     (0..n_users).filter(|&n| gamma[n][i] > 0.0).map(|n| (var(n, i), 1.0 / gamma[n][i])).collect();
                 if !terms.is_empty() {

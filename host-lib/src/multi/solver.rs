@@ -134,6 +134,28 @@ impl Program {
     }
 }
 
+/// Adds the resource-division capacity rows `sum_n x[n][i] d[n][r] <= c[i][r]` of every
+/// server `i` and resource `r`; `var(n, i)` is the variable of `x[n][i]`, `None` where user
+/// `n` cannot run on server `i`.
+pub fn capacity_rows(
+    p: &mut Program,
+    capacity: &[Vec<f64>],
+    demand: &[Vec<f64>],
+    var: impl Fn(usize, usize) -> Option<usize>,
+) {
+    for (i, caps) in capacity.iter().enumerate() {
+        for (r, &c) in caps.iter().enumerate() {
+            let terms: Terms = (0..demand.len())
+                .filter(|&n| demand[n][r] > 0.0)
+                .filter_map(|n| var(n, i).map(|v| (v, demand[n][r])))
+                .collect();
+            if !terms.is_empty() {
+                p.le(terms, c);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
