@@ -78,6 +78,35 @@ proptest! {
     }
 
     #[test]
+    fn psdsf_tdm_is_strategy_proof_for_bundle_utility(
+        inst in instances(false, true),
+        lie in prop::collection::vec(0u32..=5, 3),
+        who in 0usize..5,
+    ) {
+        // PRED_SP (A.6, eq. 46): a user that reports d' gets x'[n][i] bundles of d' on each
+        // server and runs min_r d'_r / d_r true tasks per bundle, counted on truly eligible
+        // servers only.
+        let n = who % inst.n_users();
+        let mut lying = inst.clone();
+        lying.demand[n] = (0..inst.n_resources()).map(|r| f64::from(lie[r])).collect();
+        prop_assume!(lying.demand[n].iter().any(|&d| d > 0.0));
+        prop_assume!(lying.gamma()[n].iter().any(|&g| g > 0.0));
+        let truthful = psdsf::solve(&inst, Sharing::Tdm).expect("converges");
+        let y = psdsf::solve(&lying, Sharing::Tdm).expect("converges");
+        let gamma = inst.gamma();
+        let bundles: f64 = (0..inst.n_servers())
+            .filter(|&i| gamma[n][i] > 0.0)
+            .map(|i| y.per_server.as_ref().expect("placed")[n][i])
+            .sum();
+        let per_bundle = (0..inst.n_resources())
+            .filter(|&r| inst.demand[n][r] > 0.0)
+            .map(|r| lying.demand[n][r] / inst.demand[n][r])
+            .fold(f64::INFINITY, f64::min);
+        let utility = bundles * per_bundle;
+        prop_assert!(utility <= truthful.totals[n] * (1.0 + 1e-6) + 1e-9, "lying pays: {utility} > {}", truthful.totals[n]);
+    }
+
+    #[test]
     fn distributed_updates_in_any_server_order_reach_a_psdsf_allocation(
         inst in instances(false, true),
         seed in any::<u64>(),
