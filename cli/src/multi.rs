@@ -88,10 +88,9 @@ fn print(inst: &Instance, report: &Report, json: bool) {
         println!("\nafter arrival {} ({}):", k + 1, inst.users[k]);
         print!("{}", users_table(&arrived, a));
     }
-    if !report.steps.is_empty() {
-        println!("\nfinal:");
+    if report.steps.is_empty() {
+        print!("{}", users_table(inst, &report.allocation));
     }
-    print!("{}", users_table(inst, &report.allocation));
 }
 
 /// `fairshare multi --policy P --instance FILE [--json]`.

@@ -50,16 +50,41 @@ fn psdsf_on_the_example_cluster_gives_table_iv() {
 
 #[test]
 fn every_policy_runs_on_the_example_and_pooled_ones_say_so() {
-    for policy in ["drf", "drfh", "drfh-firstfit", "drfh-bestfit", "psdsf-rdm", "psdsf-tdm", "tsf", "cdrf"] {
+    for policy in ["drf", "drfh", "drfh-firstfit", "drfh-bestfit", "psdsf-rdm", "psdsf-tdm", "tsf", "cdrf", "ddrf"] {
         let json = multi_json(policy, &example("cluster.json"));
         let users = json["users"].as_array().unwrap();
         assert_eq!(users.len(), 4, "{policy}");
         assert!(users.iter().all(|u| u["tasks"].as_f64().unwrap() > 0.0), "{policy}: {json}");
-        assert_eq!(json["pooled"], policy == "drf", "{policy}");
-        assert_eq!(users[0]["per_server"].is_null(), policy == "drf", "{policy}");
+        let pooled = policy == "drf" || policy == "ddrf";
+        assert_eq!(json["pooled"], pooled, "{policy}");
+        assert_eq!(users[0]["per_server"].is_null(), pooled, "{policy}");
     }
     let out = fairshare(&["multi", "--policy", "drf", "--instance", &example("cluster.json")]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("ignores eligible"));
+}
+
+#[test]
+fn ddrf_reports_the_allocation_after_each_arrival() {
+    let json = multi_json("ddrf", &example("cluster.json"));
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 4);
+    for (k, step) in steps.iter().enumerate() {
+        assert_eq!(step["users"].as_array().unwrap().len(), k + 1, "step {k}");
+    }
+    assert_eq!(steps[0]["arrival"], "web");
+    // n = 4: the first user alone gets 1/4 of its dominant resource (memory, 58.5 in all),
+    // 0.25 * 58.5 / 0.1 tasks.
+    let first = steps[0]["users"][0]["tasks"].as_f64().unwrap();
+    assert!((first - 146.25).abs() < 1e-9, "{first}");
+    // Irrevocable: no user's tasks ever go down.
+    for k in 1..steps.len() {
+        for n in 0..k {
+            let before = steps[k - 1]["users"][n]["tasks"].as_f64().unwrap();
+            let after = steps[k]["users"][n]["tasks"].as_f64().unwrap();
+            assert!(after >= before - 1e-9, "user {n} lost tasks at arrival {k}");
+        }
+    }
+    assert_eq!(json["users"], steps[3]["users"]);
 }
 
 fn rejected(dir: &Path, name: &str, content: &str, expect: &[&str]) {

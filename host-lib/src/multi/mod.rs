@@ -10,6 +10,8 @@
 //!   placement constraints, the reference procedure behind C-DRFH, TSF and CDRF.
 //! - [`drfh`]: DRFH on heterogeneous servers: the exact LP, weighted and with finite
 //!   tasks, and the task-level First-Fit and Best-Fit heuristics.
+//! - [`ddrf`]: dynamic DRF: users arrive one by one, allocations are irrevocable; the
+//!   exact water-filling and Li et al.'s binary search, checked against each other.
 //! - [`psdsf`]: PS-DSF in its RDM and TDM forms, with placement constraints and weights,
 //!   by the per-server water-filling procedure, also as the distributed per-server form.
 //!
@@ -17,6 +19,7 @@
 //! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and
 //! exponential-cone programs go to Clarabel through [`solver`].
 
+pub mod ddrf;
 pub mod drf;
 pub mod drfh;
 pub mod instance;

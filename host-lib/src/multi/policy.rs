@@ -7,7 +7,7 @@ use std::str::FromStr;
 use super::drfh::{drfh, in_paper_model, place_tasks, Fit};
 use super::lexmaxmin::{baseline, Baseline};
 use super::psdsf::{Servers, Sharing};
-use super::{drf, Allocation, Instance, MultiError};
+use super::{ddrf, drf, Allocation, Instance, MultiError};
 
 /// A multi-resource policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +28,13 @@ pub enum MultiPolicy {
     Tsf,
     /// CDRF, containerized DRF.
     Cdrf,
+    /// Dynamic DRF: users arrive in file order, allocations are irrevocable.
+    Ddrf,
 }
 
 impl MultiPolicy {
     /// Every policy, in the order of the CLI's help.
-    pub const ALL: [MultiPolicy; 8] = [
+    pub const ALL: [MultiPolicy; 9] = [
         MultiPolicy::Drf,
         MultiPolicy::Drfh,
         MultiPolicy::DrfhFirstFit,
@@ -41,6 +43,7 @@ impl MultiPolicy {
         MultiPolicy::PsdsfTdm,
         MultiPolicy::Tsf,
         MultiPolicy::Cdrf,
+        MultiPolicy::Ddrf,
     ];
 
     /// The name on the command line.
@@ -54,6 +57,7 @@ impl MultiPolicy {
             MultiPolicy::PsdsfTdm => "psdsf-tdm",
             MultiPolicy::Tsf => "tsf",
             MultiPolicy::Cdrf => "cdrf",
+            MultiPolicy::Ddrf => "ddrf",
         }
     }
 }
@@ -98,6 +102,7 @@ pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
             ignored.push("eligible (servers are pooled)".to_string());
         }
     };
+    let mut steps = Vec::new();
     let (method, allocation) = match policy {
         MultiPolicy::Drf => {
             pooled(&mut ignored);
@@ -126,6 +131,18 @@ pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
         }
         MultiPolicy::Tsf => ("lexicographic max-min (TSF)".to_string(), baseline(inst, Baseline::Tsf)?),
         MultiPolicy::Cdrf => ("lexicographic max-min (CDRF)".to_string(), baseline(inst, Baseline::Cdrf)?),
+        MultiPolicy::Ddrf => {
+            pooled(&mut ignored);
+            if inst.weight.iter().any(|&w| w != 1.0) {
+                ignored.push("weight (arriving users are symmetric)".to_string());
+            }
+            if inst.max_tasks.iter().any(Option::is_some) {
+                ignored.push("max_tasks (demand is unbounded)".to_string());
+            }
+            steps = ddrf::ddrf(inst)?;
+            let last = steps.last().cloned().unwrap_or_else(|| Allocation::pooled(Vec::new()));
+            ("water-filling at each arrival, capacity k/n after k arrivals".to_string(), last)
+        }
     };
     if inst.entitlement.iter().zip(&inst.weight).any(|(e, w)| {
         let total: f64 = inst.weight.iter().sum();
@@ -133,5 +150,5 @@ pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
     }) {
         ignored.push("entitlement (used by bbf only)".to_string());
     }
-    Ok(Report { policy, method, allocation, steps: Vec::new(), ignored })
+    Ok(Report { policy, method, allocation, steps, ignored })
 }
