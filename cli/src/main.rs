@@ -112,7 +112,7 @@ enum Command {
     /// Run a multi-resource policy (DRF, DRFH, PS-DSF...) on a JSON instance: servers with
     /// capacities, users with per-task demands; prints tasks and dominant share per user.
     Multi {
-        /// Policy: drf, drfh, drfh-firstfit, drfh-bestfit, psdsf-rdm, psdsf-tdm, tsf, cdrf, ddrf.
+        /// Policy: drf, drfh, drfh-firstfit, drfh-bestfit, psdsf-rdm, psdsf-tdm, tsf, cdrf, ddrf, bbf.
         #[arg(long, value_parser = parse_multi_policy)]
         policy: fairshare::multi::MultiPolicy,
         /// The instance file (JSON: resources, servers, users).

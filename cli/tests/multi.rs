@@ -87,6 +87,20 @@ fn ddrf_reports_the_allocation_after_each_arrival() {
     assert_eq!(json["users"], steps[3]["users"]);
 }
 
+#[test]
+fn bbf_on_the_example_and_without_task_limits() {
+    // ddrf_bbf.md B-Ex1: the unique BBF point is (1/3, 1/3, 5/6) of each request.
+    let json = multi_json("bbf", &example("bbf.json"));
+    let tasks: Vec<f64> = json["users"].as_array().unwrap().iter().map(|u| u["tasks"].as_f64().unwrap()).collect();
+    for (got, want) in tasks.iter().zip([1.0 / 3.0, 1.0 / 3.0, 5.0 / 6.0]) {
+        assert!((got - want).abs() < 1e-6, "{tasks:?}");
+    }
+    assert_eq!(json["pooled"], true);
+    let out = fairshare(&["multi", "--policy", "bbf", "--instance", &example("cluster.json")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("user \"web\" has no max_tasks"));
+}
+
 fn rejected(dir: &Path, name: &str, content: &str, expect: &[&str]) {
     let path: PathBuf = dir.join(name);
     fs::write(&path, content).unwrap();

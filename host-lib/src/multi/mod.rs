@@ -12,6 +12,8 @@
 //!   tasks, and the task-level First-Fit and Best-Fit heuristics.
 //! - [`ddrf`]: dynamic DRF: users arrive one by one, allocations are irrevocable; the
 //!   exact water-filling and Li et al.'s binary search, checked against each other.
+//! - [`bbf`]: bottleneck-based fairness ("no justified complaints"): the paper's ODE
+//!   method, the equivalent convex program, and the exact method for two users.
 //! - [`psdsf`]: PS-DSF in its RDM and TDM forms, with placement constraints and weights,
 //!   by the per-server water-filling procedure, also as the distributed per-server form.
 //!
@@ -19,6 +21,7 @@
 //! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and
 //! exponential-cone programs go to Clarabel through [`solver`].
 
+pub mod bbf;
 pub mod ddrf;
 pub mod drf;
 pub mod drfh;

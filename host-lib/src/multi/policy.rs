@@ -7,7 +7,7 @@ use std::str::FromStr;
 use super::drfh::{drfh, in_paper_model, place_tasks, Fit};
 use super::lexmaxmin::{baseline, Baseline};
 use super::psdsf::{Servers, Sharing};
-use super::{ddrf, drf, Allocation, Instance, MultiError};
+use super::{bbf, ddrf, drf, Allocation, Instance, MultiError};
 
 /// A multi-resource policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,11 +30,13 @@ pub enum MultiPolicy {
     Cdrf,
     /// Dynamic DRF: users arrive in file order, allocations are irrevocable.
     Ddrf,
+    /// Bottleneck-based fairness with finite requests and entitlements.
+    Bbf,
 }
 
 impl MultiPolicy {
     /// Every policy, in the order of the CLI's help.
-    pub const ALL: [MultiPolicy; 9] = [
+    pub const ALL: [MultiPolicy; 10] = [
         MultiPolicy::Drf,
         MultiPolicy::Drfh,
         MultiPolicy::DrfhFirstFit,
@@ -44,6 +46,7 @@ impl MultiPolicy {
         MultiPolicy::Tsf,
         MultiPolicy::Cdrf,
         MultiPolicy::Ddrf,
+        MultiPolicy::Bbf,
     ];
 
     /// The name on the command line.
@@ -58,6 +61,7 @@ impl MultiPolicy {
             MultiPolicy::Tsf => "tsf",
             MultiPolicy::Cdrf => "cdrf",
             MultiPolicy::Ddrf => "ddrf",
+            MultiPolicy::Bbf => "bbf",
         }
     }
 }
@@ -143,11 +147,20 @@ pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
             let last = steps.last().cloned().unwrap_or_else(|| Allocation::pooled(Vec::new()));
             ("water-filling at each arrival, capacity k/n after k arrivals".to_string(), last)
         }
+        MultiPolicy::Bbf => {
+            pooled(&mut ignored);
+            if inst.weight.iter().any(|&w| w != 1.0) {
+                ignored.push("weight (entitlements divide the resources)".to_string());
+            }
+            bbf::bbf(inst)?
+        }
     };
-    if inst.entitlement.iter().zip(&inst.weight).any(|(e, w)| {
-        let total: f64 = inst.weight.iter().sum();
-        (e - w / total).abs() > 1e-12
-    }) {
+    if policy != MultiPolicy::Bbf
+        && inst.entitlement.iter().zip(&inst.weight).any(|(e, w)| {
+            let total: f64 = inst.weight.iter().sum();
+            (e - w / total).abs() > 1e-12
+        })
+    {
         ignored.push("entitlement (used by bbf only)".to_string());
     }
     Ok(Report { policy, method, allocation, steps, ignored })
