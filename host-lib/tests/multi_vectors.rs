@@ -276,6 +276,18 @@ fn tv_drfh_1_lp_heuristics_and_the_cross_paper_vector() {
 }
 
 #[test]
+fn tv_drfh_1_pooled_drf_is_not_placeable() {
+    // Pooled (14 CPU, 14 GB), DRF gives each user 35/3 tasks: more than any placement on
+    // the two real servers allows (DRFH's 10 + 10 is Pareto optimal).
+    let inst = tv_drfh_1().build().expect("valid");
+    let pooled = drf(&inst);
+    assert_totals("DRF", &pooled.totals, &[35.0 / 3.0, 35.0 / 3.0], 1e-12);
+    assert!(pooled.per_server.is_none());
+    assert!(psdsf::pareto_gain(&inst, &pooled.totals, Sharing::Rdm).is_err(), "no placement gives both 35/3");
+    assert!(psdsf::pareto_gain(&inst, &[10.0, 10.0], Sharing::Rdm).expect("placeable").abs() < 1e-6);
+}
+
+#[test]
 fn tv_drfh_1_weighted() {
     let inst = tv_drfh_1().weights(&[2.0, 1.0]).build().expect("valid");
     let (g, a) = drfh_lp(&inst).expect("solves");
