@@ -181,6 +181,13 @@ fn invalid_instances_name_the_user_server_or_field() {
         &["unknown field `wieght`"],
     );
     rejected(d, "syntax.json", "{\n  \"resources\": [\"cpu\",\n}", &["line 3"]);
+    // Tiny tasks on big servers: refused rather than placed one by one for hours.
+    let path = d.join("tiny.json");
+    fs::write(&path, inst(r#"{"name": "s1", "capacity": [1e9, 1e9]}"#, r#"{"name": "ann", "demand": [1, 1]}"#))
+        .unwrap();
+    let out = fairshare(&["multi", "--policy", "drfh-bestfit", "--instance", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("whole tasks"), "{}", String::from_utf8_lossy(&out.stderr));
     let missing = d.join("missing.json");
     let out = fairshare(&["multi", "--policy", "drf", "--instance", missing.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));

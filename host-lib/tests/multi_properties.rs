@@ -219,7 +219,7 @@ proptest! {
         let mut inst = inst;
         inst.max_tasks.iter_mut().for_each(|t| *t = Some(f64::from(limit)));
         for fit in [Fit::First, Fit::Best] {
-            let a = place_tasks(&inst, fit);
+            let a = place_tasks(&inst, fit).expect("places");
             let x = a.per_server.as_ref().expect("placed");
             prop_assert!(psdsf::feasible_rdm(&inst, x, 1e-9), "{fit:?} overcommits");
             for n in 0..inst.n_users() {

@@ -245,9 +245,9 @@ fn tv_drfh_1_lp_heuristics_and_the_cross_paper_vector() {
     assert_totals("DRFH", &a.totals, &[10.0, 10.0], TOL);
     let x = a.per_server.expect("placed");
     assert_totals("unique split", &[x[0][0], x[0][1], x[1][0], x[1][1]], &[10.0, 0.0, 0.0, 10.0], TOL);
-    let best = place_tasks(&inst, Fit::Best).per_server.expect("placed");
+    let best = place_tasks(&inst, Fit::Best).expect("places").per_server.expect("placed");
     assert_eq!(best, vec![vec![10.0, 0.0], vec![0.0, 10.0]]);
-    let first = place_tasks(&inst, Fit::First).per_server.expect("placed");
+    let first = place_tasks(&inst, Fit::First).expect("places").per_server.expect("placed");
     assert_eq!(first, vec![vec![5.0, 1.0], vec![1.0, 5.0]]);
     for (what, got) in [
         ("PS-DSF RDM", psdsf::solve(&inst, Sharing::Rdm).expect("converges")),

@@ -85,12 +85,17 @@ pub enum Fit {
 /// 1/70 leaves residues like -6e-16 that must not reject the last task (spec B.3).
 const FIT_EPS: f64 = 1e-12;
 
+/// Most whole tasks [`place_tasks`] places before it refuses the instance (one decision
+/// per task: an instance of tiny tasks on big servers would run for hours).
+pub const MAX_PLACED: u64 = 10_000_000;
+
 /// Task-level progressive filling (B.3): while some user has pending tasks (up to
 /// `max_tasks`, unbounded otherwise) and fits somewhere, place one whole task of the user
 /// with the lowest weighted global dominant share (ties: lowest index) on the server
 /// chosen by `fit` (ties: lowest index) among its eligible servers. A user that fits
-/// nowhere is skipped from then on. Returns whole task counts per server.
-pub fn place_tasks(inst: &Instance, fit: Fit) -> Allocation {
+/// nowhere is skipped from then on. Returns whole task counts per server; refuses
+/// instances that would place more than [`MAX_PLACED`] tasks.
+pub fn place_tasks(inst: &Instance, fit: Fit) -> Result<Allocation, MultiError> {
     let (n_users, n_servers, m) = (inst.n_users(), inst.n_servers(), inst.n_resources());
     let pooled = inst.pooled();
     let norm =
@@ -101,6 +106,7 @@ pub fn place_tasks(inst: &Instance, fit: Fit) -> Allocation {
     let mut run = vec![0u64; n_users];
     let mut per_server = vec![vec![0u64; n_servers]; n_users];
     let mut blocked = vec![false; n_users];
+    let mut placed = 0u64;
     loop {
         let pending = |n: usize| inst.max_tasks[n].is_none_or(|t| (run[n] as f64) < t.floor());
         let pick = (0..n_users).filter(|&n| !blocked[n] && pending(n)).min_by(|&a, &b| {
@@ -133,9 +139,15 @@ pub fn place_tasks(inst: &Instance, fit: Fit) -> Allocation {
                 }
                 run[n] += 1;
                 per_server[n][l] += 1;
+                placed += 1;
+                if placed > MAX_PLACED {
+                    return Err(MultiError::Unsupported(format!(
+                        "more than {MAX_PLACED} whole tasks to place one by one; set max_tasks or use drfh"
+                    )));
+                }
             }
             None => blocked[n] = true,
         }
     }
-    Allocation::placed(per_server.iter().map(|row| row.iter().map(|&t| t as f64).collect()).collect())
+    Ok(Allocation::placed(per_server.iter().map(|row| row.iter().map(|&t| t as f64).collect()).collect()))
 }

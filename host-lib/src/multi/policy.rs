@@ -120,8 +120,8 @@ pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
             };
             (method.to_string(), drfh(inst)?)
         }
-        MultiPolicy::DrfhFirstFit => ("First-Fit, whole tasks".to_string(), place_tasks(inst, Fit::First)),
-        MultiPolicy::DrfhBestFit => ("Best-Fit, whole tasks".to_string(), place_tasks(inst, Fit::Best)),
+        MultiPolicy::DrfhFirstFit => ("First-Fit, whole tasks".to_string(), place_tasks(inst, Fit::First)?),
+        MultiPolicy::DrfhBestFit => ("Best-Fit, whole tasks".to_string(), place_tasks(inst, Fit::Best)?),
         MultiPolicy::PsdsfRdm | MultiPolicy::PsdsfTdm => {
             if inst.max_tasks.iter().any(Option::is_some) {
                 ignored.push("max_tasks (PS-DSF's users are always backlogged)".to_string());
