@@ -62,16 +62,12 @@ impl Program {
     pub fn solve(&self) -> Result<Vec<f64>, MultiError> {
         let n = self.vars + self.logs.len();
         // Clarabel: minimize q·z s.t. A z + s = b, s in cones (in row order).
-        let mut a: Vec<Vec<f64>> = Vec::new();
+        // Rows of A as sparse terms (the programs are sparse: a dense A of a few thousand
+        // users would not fit in memory).
+        let mut a: Vec<Terms> = Vec::new();
         let mut b = Vec::new();
         let mut cones = Vec::new();
-        let row = |terms: &Terms, sign: f64| {
-            let mut dense = vec![0.0; n];
-            for &(v, c) in terms {
-                dense[v] += sign * c;
-            }
-            dense
-        };
+        let row = |terms: &Terms, sign: f64| -> Terms { terms.iter().map(|&(v, c)| (v, sign * c)).collect() };
         let eqs: Vec<_> = self.rows.iter().filter(|r| r.1 == Sense::Eq).collect();
         if !eqs.is_empty() {
             for (terms, _, rhs) in &eqs {
@@ -99,14 +95,14 @@ impl Program {
             q.push(-weight);
             a.push(row(&vec![(t, -1.0)], 1.0));
             b.push(0.0);
-            a.push(vec![0.0; n]);
+            a.push(Terms::new());
             b.push(1.0);
             a.push(row(terms, -1.0));
             b.push(0.0);
             cones.push(SupportedConeT::ExponentialConeT());
         }
         let p = CscMatrix::zeros((n, n));
-        let a = CscMatrix::from(&a);
+        let a = csc(&a, n);
         // Tight tolerances first (the flat optimum of a log program needs them for
         // 1e-10 accuracy); degenerate programs can stall there, so then Clarabel's own.
         let mut last = String::new();
@@ -132,6 +128,29 @@ impl Program {
         }
         Err(MultiError::Solver(last))
     }
+}
+
+/// Compressed sparse columns of the matrix whose rows are `rows` (duplicate entries summed).
+fn csc(rows: &[Terms], cols: usize) -> CscMatrix<f64> {
+    let mut by_col: Vec<Vec<(usize, f64)>> = vec![Vec::new(); cols];
+    for (r, terms) in rows.iter().enumerate() {
+        for &(c, v) in terms {
+            match by_col[c].last_mut() {
+                Some((last, sum)) if *last == r => *sum += v,
+                _ => by_col[c].push((r, v)),
+            }
+        }
+    }
+    let mut colptr = vec![0];
+    let (mut rowval, mut nzval) = (Vec::new(), Vec::new());
+    for col in by_col {
+        for (r, v) in col {
+            rowval.push(r);
+            nzval.push(v);
+        }
+        colptr.push(rowval.len());
+    }
+    CscMatrix::new(rows.len(), cols, colptr, rowval, nzval)
 }
 
 /// Adds the resource-division capacity rows `sum_n x[n][i] d[n][r] <= c[i][r]` of every
