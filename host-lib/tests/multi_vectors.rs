@@ -403,3 +403,21 @@ fn undamped_server_procedure_can_cycle() {
     assert!(psdsf::is_psdsf_rdm(&inst, x.per_server.as_ref().expect("placed"), 1e-7));
     assert_totals("damped", &x.totals, &[27.0 / 17.0, 58.0 / 119.0, 58.0 / 119.0, 36.0 / 17.0, 58.0 / 119.0], 1e-8);
 }
+
+/// A proptest find (CI, 2026-11-23): server s1 has none of resource r2, and the
+/// baselines' lexicographic programs, with their earlier levels fixed, were declared
+/// infeasible by the solver at tight tolerances.
+#[test]
+fn baselines_solve_with_a_server_missing_a_resource() {
+    let inst = Builder::new(
+        &[&[8.0, 0.0], &[1.0, 3.0]],
+        &[&[0.0, 5.0], &[5.0, 4.0], &[2.0, 2.0], &[2.0, 3.0], &[5.0, 0.0]],
+    )
+    .weights(&[2.0, 3.0, 2.0, 1.0, 2.0])
+    .build()
+    .expect("valid instance");
+    for which in [Baseline::CDrfh, Baseline::Tsf, Baseline::Cdrf] {
+        let a = baseline(&inst, which).unwrap_or_else(|e| panic!("{which:?}: {e}"));
+        assert!(psdsf::feasible_rdm(&inst, a.per_server.as_ref().expect("placed"), 1e-6), "{which:?}");
+    }
+}

@@ -120,7 +120,9 @@ impl Program {
                 SolverStatus::Solved | SolverStatus::AlmostSolved => {
                     return Ok(solver.solution.x[..self.vars].iter().map(|&v| v.max(0.0)).collect());
                 }
-                SolverStatus::PrimalInfeasible | SolverStatus::AlmostPrimalInfeasible => {
+                // At tight tolerances a feasible but degenerate program (a server with
+                // none of a resource) can be misjudged; only the default settings decide.
+                SolverStatus::PrimalInfeasible | SolverStatus::AlmostPrimalInfeasible if !tight => {
                     return Err(MultiError::Solver("the program is infeasible".into()));
                 }
                 status => last = format!("{status:?}"),
