@@ -3,9 +3,10 @@
 //! Runs policies over many quanta of changing demands and measures what they do to the
 //! users: seeded, reproducible demand generators ([`workload`]), the metrics the field
 //! reports ([`metrics`]) and the loop that drives an [`fairshare::Allocator`] through a
-//! workload ([`run`]); and the emulated device ([`device`]), which serves the register
+//! workload ([`run`]); policies side by side for the evaluation report ([`compare`]); and the emulated device ([`device`]), which serves the register
 //! map of `driver/` over shared memory from the hardware model or the software model.
 
+pub mod compare;
 pub mod device;
 pub mod metrics;
 pub mod workload;
@@ -38,16 +39,30 @@ pub fn run(
     run_pool(&mut Offload::software(Allocator::new(config.clone(), policy)?), demands, on_quantum)
 }
 
-/// [`run`] on a pool that may be served by a device (see [`fairshare::offload`]).
+/// [`run`] on a pool that may be served by a device (see [`fairshare::offload`]), with
+/// each quantum timed.
 pub fn run_pool(
     pool: &mut Offload,
     demands: &Demands,
+    on_quantum: impl FnMut(usize, &[u64], &Allocator),
+) -> Result<Summary> {
+    run_reported(pool, demands, demands, on_quantum)
+}
+
+/// [`run_pool`] where the users report `reported` (see [`workload::reported`]) but need
+/// `demands`: the metrics count only the allocation up to the true demand.
+/// `on_quantum` sees the true demands.
+pub fn run_reported(
+    pool: &mut Offload,
+    demands: &Demands,
+    reported: &Demands,
     mut on_quantum: impl FnMut(usize, &[u64], &Allocator),
 ) -> Result<Summary> {
     let mut recorder = Recorder::new(pool.pool().users().len(), pool.pool().params().capacity);
-    for (q, d) in demands.iter().enumerate() {
-        pool.allocate(d)?;
-        recorder.record(d, pool.pool().allocations());
+    for (q, (d, r)) in demands.iter().zip(reported).enumerate() {
+        let start = std::time::Instant::now();
+        pool.allocate(r)?;
+        recorder.record_timed(d, pool.pool().allocations(), start.elapsed());
         on_quantum(q, d, pool.pool());
     }
     Ok(recorder.finish())

@@ -1,6 +1,13 @@
 //! The metrics the field reports for a run (Karma paper, section 5): utilization,
-//! welfare per user, fairness (min / max welfare), disparity (median / min welfare) and
-//! Jain's index over cumulative allocations.
+//! welfare per user, fairness (min / max welfare), disparity (median / min welfare),
+//! Jain's index over cumulative allocations, and the time each quantum took.
+//!
+//! Every allocation metric counts *useful* allocation: `min(alloc, demand)` with the
+//! user's true demand. A truthful user is never given more than it asks, so this only
+//! matters for non-conformant users, who report more than they need (Karma paper,
+//! section 5.2) and hold slices they cannot use.
+
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -13,6 +20,20 @@ pub struct Recorder {
     demand: Vec<u128>,
     allocated: u128,
     servable: u128,
+    nanos: Vec<u64>,
+}
+
+/// How long the quanta took (wall clock around each `allocate`, in microseconds).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct QuantumTime {
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 99th percentile (nearest rank).
+    pub p99_us: f64,
+    /// Slowest.
+    pub max_us: f64,
 }
 
 /// What a run did to its users.
@@ -22,11 +43,13 @@ pub struct Summary {
     pub quanta: u64,
     /// Users in the pool.
     pub users: usize,
-    /// Allocated / (capacity x quanta).
+    /// Useful allocation / (capacity x quanta).
     pub utilization: f64,
-    /// Allocated / sum over quanta of min(total demand, capacity): 1 means work-conserving.
+    /// Useful allocation / sum over quanta of min(total demand, capacity): 1 means
+    /// work-conserving.
     pub utilization_of_demand: f64,
-    /// Per user: total allocation / total demand (users with no demand are left out).
+    /// Per user: total useful allocation / total demand (`None` for users with no demand,
+    /// who are left out of the statistics below).
     pub welfare: Vec<Option<f64>>,
     /// Lowest welfare.
     pub min_welfare: f64,
@@ -38,27 +61,51 @@ pub struct Summary {
     pub disparity: f64,
     /// Jain's index over cumulative allocations: (sum x)^2 / (n sum x^2).
     pub jain: f64,
-    /// Total allocation per user.
+    /// Total useful allocation per user.
     pub total_alloc: Vec<u128>,
+    /// Total true demand per user.
+    pub total_demand: Vec<u128>,
+    /// Per-quantum time, when the run was timed ([`Recorder::record_timed`]).
+    pub quantum_time: Option<QuantumTime>,
 }
 
 impl Recorder {
     /// A recorder for `users` users sharing `capacity` slices.
     pub fn new(users: usize, capacity: u64) -> Self {
-        Recorder { capacity, quanta: 0, alloc: vec![0; users], demand: vec![0; users], allocated: 0, servable: 0 }
+        Recorder {
+            capacity,
+            quanta: 0,
+            alloc: vec![0; users],
+            demand: vec![0; users],
+            allocated: 0,
+            servable: 0,
+            nanos: Vec::new(),
+        }
     }
 
-    /// Adds one quantum.
+    /// Adds one quantum: each user's true demand and what it was allocated.
     pub fn record(&mut self, demand: &[u64], alloc: &[u64]) {
         self.quanta += 1;
         let mut total_demand = 0u128;
         for u in 0..self.alloc.len() {
-            self.alloc[u] += alloc[u] as u128;
+            let useful = alloc[u].min(demand[u]) as u128;
+            self.alloc[u] += useful;
             self.demand[u] += demand[u] as u128;
-            self.allocated += alloc[u] as u128;
+            self.allocated += useful;
             total_demand += demand[u] as u128;
         }
         self.servable += total_demand.min(self.capacity as u128);
+    }
+
+    /// [`Recorder::record`], and how long the quantum took.
+    pub fn record_timed(&mut self, demand: &[u64], alloc: &[u64], took: Duration) {
+        self.record(demand, alloc);
+        self.nanos.push(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Total useful allocation per user so far.
+    pub fn totals(&self) -> &[u128] {
+        &self.alloc
     }
 
     /// The summary of everything recorded.
@@ -77,6 +124,18 @@ impl Recorder {
         } else {
             (present[present.len() / 2 - 1] + present[present.len() / 2]) / 2.0
         };
+        let quantum_time = (!self.nanos.is_empty()).then(|| {
+            let mut ns = self.nanos.clone();
+            ns.sort_unstable();
+            let us = |n: u64| n as f64 / 1e3;
+            let rank = |p: f64| ns[((p * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1];
+            QuantumTime {
+                mean_us: ns.iter().map(|&n| n as f64).sum::<f64>() / ns.len() as f64 / 1e3,
+                p50_us: us(rank(0.5)),
+                p99_us: us(rank(0.99)),
+                max_us: us(ns[ns.len() - 1]),
+            }
+        });
         let sum: f64 = self.alloc.iter().map(|&a| a as f64).sum();
         let sum_sq: f64 = self.alloc.iter().map(|&a| (a as f64).powi(2)).sum();
         Summary {
@@ -91,6 +150,8 @@ impl Recorder {
             disparity: if min > 0.0 { median / min } else { f64::INFINITY },
             jain: if sum_sq > 0.0 { sum * sum / (self.alloc.len() as f64 * sum_sq) } else { 1.0 },
             total_alloc: self.alloc,
+            total_demand: self.demand,
+            quantum_time,
         }
     }
 }
@@ -114,5 +175,30 @@ mod tests {
         assert_eq!(s.utilization_of_demand, 6.0 / 8.0);
         // Jain over totals 2, 4, 0: 36 / (3 * 20).
         assert!((s.jain - 0.6).abs() < 1e-12);
+        assert_eq!(s.quantum_time, None);
+    }
+
+    #[test]
+    fn over_allocation_counts_only_up_to_the_true_demand() {
+        // User 0 reported 10 but needed 3: 7 slices were held, not used.
+        let mut r = Recorder::new(2, 10);
+        r.record(&[3, 5], &[10, 0]);
+        let s = r.finish();
+        assert_eq!(s.total_alloc, vec![3, 0]);
+        assert_eq!(s.welfare, vec![Some(1.0), Some(0.0)]);
+        assert_eq!(s.utilization, 0.3);
+        assert_eq!(s.utilization_of_demand, 3.0 / 8.0);
+        assert_eq!(s.disparity, f64::INFINITY);
+    }
+
+    #[test]
+    fn quantum_times_are_summarized_by_rank() {
+        let mut r = Recorder::new(1, 1);
+        for us in 1..=100u64 {
+            r.record_timed(&[1], &[1], Duration::from_micros(us));
+        }
+        let t = r.finish().quantum_time.expect("timed");
+        assert_eq!((t.p50_us, t.p99_us, t.max_us), (50.0, 99.0, 100.0));
+        assert!((t.mean_us - 50.5).abs() < 1e-9);
     }
 }
