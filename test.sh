@@ -6,22 +6,27 @@ cd "$(dirname "$0")"
 
 # Debian packages the build and tests need, as "command:package" pairs; a missing
 # command gets its package installed with apt-get (as root, or through sudo).
+missing=()
 need_debian() {
-  local missing=()
   for pair in "$@"; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
   done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "test.sh: installing ${missing[*]} with apt-get"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
 # Every Rust build links with the C toolchain; the engine's generated Verilog is
 # linted, compiled and co-simulated with Verilator (which needs make and a C++ compiler).
 need_debian cc:build-essential make:make verilator:verilator
+# The report's plots (fairshare compare) draw their text with a TrueType font.
+if [ -z "${FAIRSHARE_FONT:-}" ] && ! find /usr/share/fonts -iname '*.ttf' -print -quit 2>/dev/null | grep -q .; then
+  missing+=(fonts-dejavu-core)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "test.sh: installing ${missing[*]} with apt-get"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
 
 # Rust components the checks use (rustup installs them when missing).
 for component in rustfmt clippy; do

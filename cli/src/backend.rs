@@ -69,6 +69,14 @@ pub struct DeviceOptions {
     pub timeout: Duration,
 }
 
+impl DeviceOptions {
+    /// From the command line's `--no-verify` and `--timeout-ms`.
+    pub fn new(no_verify: bool, timeout_ms: u64) -> Self {
+        let verify = if no_verify { Verify::Checks } else { Verify::Full };
+        DeviceOptions { verify, timeout: Duration::from_millis(timeout_ms) }
+    }
+}
+
 impl Backend {
     /// The device behind this backend for a pool of `users` users; `None` for the
     /// software backends.

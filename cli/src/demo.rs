@@ -2,10 +2,12 @@
 //! through Karma, max-min and strict partitioning, compared side by side, and the
 //! paper's worked example (Figures 2 and 3) computed live.
 
-use crate::output::{progress, ratio, table};
+use crate::compare;
+use crate::output::table;
 use crate::CliError;
 use fairshare::{Allocator, Alpha, Policy, PoolConfig};
-use fairshare_sim::workload;
+use fairshare_sim::compare::Setup;
+use fairshare_sim::workload::Workload;
 use serde::Serialize;
 
 /// Demo parameters.
@@ -31,18 +33,6 @@ pub struct DemoRequest {
 }
 
 #[derive(Serialize)]
-struct PolicyRow {
-    policy: &'static str,
-    utilization: f64,
-    utilization_of_demand: f64,
-    fairness: f64,
-    min_welfare: f64,
-    max_welfare: f64,
-    disparity: f64,
-    jain: f64,
-}
-
-#[derive(Serialize)]
 struct ExampleRow {
     quantum: usize,
     demand: Vec<u64>,
@@ -50,9 +40,6 @@ struct ExampleRow {
     karma_credits: Vec<String>,
     maxmin_alloc: Vec<u64>,
 }
-
-/// The most demands (users x quanta) the demo generates: it holds them all in memory.
-const MAX_DEMANDS: usize = 50_000_000;
 
 /// The paper's worked example (`shared/spec/karma.md`): 3 users, f = 2, alpha = 1/2,
 /// 6 initial credits, five quanta.
@@ -90,35 +77,20 @@ fn join<T: ToString>(xs: &[T]) -> String {
 
 /// Runs the demo and prints it.
 pub fn run(req: &DemoRequest) -> Result<(), CliError> {
-    if req.users == 0 || req.quanta == 0 || req.fair_share == 0 {
-        return Err(CliError::Usage("--users, --quanta and --fair-share must be at least 1".into()));
-    }
-    if req.users.saturating_mul(req.quanta) > MAX_DEMANDS {
-        return Err(CliError::Usage(format!(
-            "--users {} x --quanta {} is more than the demo's {MAX_DEMANDS} demands (it keeps the workload in memory)",
-            req.users, req.quanta
-        )));
-    }
+    let setup = Setup {
+        users: req.users,
+        quanta: req.quanta,
+        fair_share: req.fair_share,
+        alphas: vec![req.alpha],
+        initial_credits: req.initial_credits,
+        seed: req.seed,
+        workload: Workload::Bursty,
+        policies: Policy::ALL.to_vec(),
+        conformance: false,
+    };
+    let c = compare::evaluate(&setup, std::slice::from_ref(&req.backend), req.device)?;
+    let rows = compare::rows(&c);
     let config = PoolConfig::equal(req.users, req.fair_share, req.alpha, req.initial_credits)?;
-    let demands = workload::bursty(req.users, req.quanta, req.fair_share, req.seed);
-    let bar = progress(req.quanta * Policy::ALL.len(), "demo");
-    let mut rows = Vec::new();
-    for policy in Policy::ALL {
-        let mut pool = req.backend.pool(&config, policy, req.device)?;
-        let s = fairshare_sim::run_pool(&mut pool, &demands, |_, _, _| bar.inc(1))?;
-        crate::backend::report(&pool);
-        rows.push(PolicyRow {
-            policy: policy.name(),
-            utilization: s.utilization,
-            utilization_of_demand: s.utilization_of_demand,
-            fairness: s.fairness,
-            min_welfare: s.min_welfare,
-            max_welfare: s.max_welfare,
-            disparity: s.disparity,
-            jain: s.jain,
-        });
-    }
-    bar.finish_and_clear();
     let Example { rows: example, karma_totals, maxmin_totals } = paper_example()?;
     if req.json {
         let json = serde_json::json!({
@@ -141,32 +113,9 @@ pub fn run(req: &DemoRequest) -> Result<(), CliError> {
         req.quanta,
         req.seed
     );
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.policy.to_string(),
-                ratio(r.utilization),
-                ratio(r.utilization_of_demand),
-                ratio(r.fairness),
-                ratio(r.min_welfare),
-                ratio(r.max_welfare),
-                ratio(r.disparity),
-                ratio(r.jain),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        table(
-            &["policy", "utilization", "of demand", "fairness", "worst welfare", "best welfare", "disparity", "jain"],
-            &cells
-        )
-    );
-    println!(
-        "\nutilization = allocated / pool; of demand = allocated / min(demand, pool); welfare = allocated / demanded \
-         per user;\nfairness = worst / best welfare; disparity = median / worst welfare; jain = Jain's index of totals.\n"
-    );
+    let (header, cells) = compare::cells(&rows, false);
+    print!("{}", table(&header, &cells));
+    println!("\n{}\n", compare::DEFINITIONS);
     println!("The paper's worked example (Figures 2 and 3): 3 users, fair share 2, alpha 0.5, 6 initial credits\n");
     let mut cells: Vec<Vec<String>> = example
         .iter()

@@ -1,16 +1,19 @@
 //! # fairshare: the command
 //!
-//! `fairshare demo` runs the built-in comparison, `fairshare replay` runs a demand
+//! `fairshare demo` runs the built-in comparison, `fairshare compare` writes the
+//! evaluation report, `fairshare replay` runs a demand
 //! trace through a policy, `fairshare selftest` checks a backend against golden
 //! vectors, `fairshare multi` runs a multi-resource policy on an instance. Exit status: 0 success, 1 selftest mismatch, 2 bad input (the message
 //! names the file, line, field and value; no partial output file is left behind).
 
 mod backend;
+mod compare;
 mod demo;
 mod hdl;
 mod input;
 mod multi;
 mod output;
+mod plots;
 mod replay;
 mod selftest;
 
@@ -77,6 +80,55 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
         /// Print JSON on stdout instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run several policies (and backends) on one workload side by side and write a report
+    /// folder: summary.md, CSV files, and plots as SVG and PNG.
+    Compare {
+        /// Users in the pool.
+        #[arg(long, default_value_t = 100)]
+        users: usize,
+        /// Quanta to run.
+        #[arg(long, default_value_t = 900)]
+        quanta: usize,
+        /// Fair share of every user, in slices.
+        #[arg(long, default_value_t = 10)]
+        fair_share: u64,
+        /// Karma's guaranteed fractions, comma-separated; the first is the one the
+        /// per-user plots and the conformance experiment use.
+        #[arg(long, default_value = "0.5,1,0.75,0.25,0", value_delimiter = ',', value_parser = parse_alpha)]
+        alpha: Vec<Alpha>,
+        /// Initial credits of every user.
+        #[arg(long, default_value_t = 900_000, allow_negative_numbers = true)]
+        initial_credits: i64,
+        /// Workload seed (also draws the non-conformant half).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Workload: bursty, steady, on-off, heavy-tailed, diurnal or figure-2.
+        #[arg(long, default_value = "bursty", value_parser = parse_workload)]
+        workload: fairshare_sim::workload::Workload,
+        /// Policies, comma-separated.
+        #[arg(long, default_value = "karma,maxmin,strict", value_delimiter = ',', value_parser = parse_policy)]
+        policies: Vec<Policy>,
+        /// Backends, comma-separated: software, literal, rtl-sim, emulator:PATH or
+        /// vfio:PCI-ADDRESS. Each runs every policy; the first also runs the conformance
+        /// experiment.
+        #[arg(long, default_value = "software", value_delimiter = ',', value_parser = parse_backend)]
+        backend: Vec<backend::Backend>,
+        /// With a device backend, check results against the policy's invariants only.
+        #[arg(long)]
+        no_verify: bool,
+        /// With a device backend, how long to wait for a completion (milliseconds).
+        #[arg(long, default_value_t = 2000)]
+        timeout_ms: u64,
+        /// The report folder (replaced only if it holds an earlier report).
+        #[arg(long, default_value = "report")]
+        out: PathBuf,
+        /// Write the CSV files and summary only (the plots need a TrueType font).
+        #[arg(long)]
+        no_plots: bool,
+        /// Print the summary as JSON on stdout instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -184,8 +236,7 @@ struct DeviceArgs {
 impl DeviceArgs {
     /// How the device backend is used.
     fn options(&self) -> backend::DeviceOptions {
-        let verify = if self.no_verify { fairshare::offload::Verify::Checks } else { fairshare::offload::Verify::Full };
-        backend::DeviceOptions { verify, timeout: Duration::from_millis(self.timeout_ms) }
+        backend::DeviceOptions::new(self.no_verify, self.timeout_ms)
     }
 }
 
@@ -242,6 +293,10 @@ fn parse_alpha(s: &str) -> Result<Alpha, String> {
     s.parse().map_err(|e: fairshare::Error| e.to_string())
 }
 
+fn parse_workload(s: &str) -> Result<fairshare_sim::workload::Workload, String> {
+    s.parse()
+}
+
 fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
 }
@@ -289,6 +344,37 @@ fn main() -> ExitCode {
             let req =
                 demo::DemoRequest { users, quanta, fair_share, alpha, initial_credits, seed, backend, device, json };
             demo::run(&req).map(|_| true)
+        }
+        Command::Compare {
+            users,
+            quanta,
+            fair_share,
+            alpha,
+            initial_credits,
+            seed,
+            workload,
+            policies,
+            backend,
+            no_verify,
+            timeout_ms,
+            out,
+            no_plots,
+            json,
+        } => {
+            let setup = fairshare_sim::compare::Setup {
+                users,
+                quanta,
+                fair_share,
+                alphas: alpha,
+                initial_credits,
+                seed,
+                workload,
+                policies,
+                conformance: true,
+            };
+            let device = backend::DeviceOptions::new(no_verify, timeout_ms);
+            let req = compare::CompareRequest { setup, backends: backend, device, out, plots: !no_plots, json };
+            compare::run(&req).map(|_| true)
         }
         Command::Replay { trace, policy, fair_share, alpha, users, initial_credits, out, device, json } => {
             let users = match (&users, fair_share) {
