@@ -4,8 +4,7 @@
 
 use crate::output::{table, write_atomically};
 use crate::CliError;
-use fairshare_driver::abi::status;
-use fairshare_hdl::{catalog, oracle};
+use fairshare_hdl::catalog;
 use std::path::Path;
 
 /// Which top level `hdl verilog` exports.
@@ -59,36 +58,19 @@ pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) 
     if quanta == 0 {
         return Err(CliError::Usage("--quanta must be at least 1".into()));
     }
-    let mut engine = catalog::engine(lanes, users).map_err(CliError::Usage)?;
-    const KARMA: u8 = fairshare_driver::abi::mode::KARMA as u8;
-    let (f, g) = (10u32, 5u32);
-    let mut credits = vec![1_000u32; users];
-    engine.write_credits(&credits);
-    let demands = fairshare_sim::workload::bursty(users, quanta, f as u64, seed);
-    let mut cycles = Vec::with_capacity(quanta);
-    for (q, d) in demands.iter().enumerate() {
-        let demand: Vec<u32> = d.iter().map(|&x| x.min(fairshare::offload::DEVICE_MAX) as u32).collect();
-        let got = engine
-            .quantum(KARMA, f, g, &demand)
-            .map_err(|e| CliError::Io(format!("quantum {q}: the engine refused it: {}", status::describe(e.0))))?;
-        let want =
-            oracle::expected(KARMA, f, g, &credits, &demand).map_err(|e| CliError::Io(format!("quantum {q}: {e}")))?;
-        if (&got.alloc, &got.credits) != (&want.0, &want.1) {
-            return Err(CliError::Io(format!("quantum {q}: the engine's result differs from the software")));
-        }
-        credits = got.credits;
-        cycles.push(got.cycles);
-    }
+    let capacity = catalog::engine_capacity(lanes, users).map_err(CliError::Usage)?;
+    let demands = fairshare_sim::workload::bursty(users, quanta, 10, seed);
+    let mut cycles = catalog::karma_cycles(lanes, 10, 5, 1_000, &demands).map_err(CliError::Io)?;
     cycles.sort_unstable();
     let (min, median, max) = (cycles[0], cycles[cycles.len() / 2], cycles[cycles.len() - 1]);
     if json {
         let out = serde_json::json!({
-            "users": users, "lanes": lanes, "capacity": engine.capacity(), "quanta": quanta, "seed": seed,
+            "users": users, "lanes": lanes, "capacity": capacity, "quanta": quanta, "seed": seed,
             "cycles_per_quantum_min": min, "cycles_per_quantum_median": median, "cycles_per_quantum_max": max,
         });
         println!("{out}");
     } else {
-        println!("engine: {lanes} lanes, {users} users (capacity {}), {quanta} Karma quanta of the bursty workload, every result checked against the software\n", engine.capacity());
+        println!("engine: {lanes} lanes, {users} users (capacity {}), {quanta} Karma quanta of the bursty workload, every result checked against the software\n", capacity);
         print!(
             "{}",
             table(

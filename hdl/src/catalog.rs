@@ -80,6 +80,39 @@ pub fn engine_capacity(lanes: usize, users: usize) -> Result<usize, String> {
     Ok(capacity)
 }
 
+/// Runs equal-share Karma quanta (fair share `f`, guaranteed `g`, every user starting
+/// with `initial_credits`) through a fresh simulated engine of `lanes` lanes, checks every
+/// quantum's allocations and credits against the software ([`crate::oracle`]), and
+/// returns the engine's cycles (its `cycles` status register) for each quantum. Demands above the device's limit are
+/// clipped to it. The error names the quantum that the engine refused or got wrong.
+pub fn karma_cycles(
+    lanes: usize,
+    f: u32,
+    g: u32,
+    initial_credits: u32,
+    demands: &[Vec<u64>],
+) -> Result<Vec<u32>, String> {
+    let users = demands.first().map_or(0, Vec::len);
+    let mut engine = engine(lanes, users)?;
+    const KARMA: u8 = fairshare_driver::abi::mode::KARMA as u8;
+    let mut credits = vec![initial_credits; users];
+    engine.write_credits(&credits);
+    let mut cycles = Vec::with_capacity(demands.len());
+    for (q, d) in demands.iter().enumerate() {
+        let demand: Vec<u32> = d.iter().map(|&x| x.min(fairshare::offload::DEVICE_MAX) as u32).collect();
+        let got = engine.quantum(KARMA, f, g, &demand).map_err(|e| {
+            format!("quantum {q}: the engine refused it: {}", fairshare_driver::abi::status::describe(e.0))
+        })?;
+        let want = crate::oracle::expected(KARMA, f, g, &credits, &demand).map_err(|e| format!("quantum {q}: {e}"))?;
+        if (&got.alloc, &got.credits) != (&want.0, &want.1) {
+            return Err(format!("quantum {q}: the engine's result differs from the software"));
+        }
+        credits = got.credits;
+        cycles.push(got.cycles);
+    }
+    Ok(cycles)
+}
+
 /// A fresh simulated engine with `lanes` lanes that holds `users` users, or an error
 /// that lists what this build offers.
 pub fn engine(lanes: usize, users: usize) -> Result<Box<dyn EngineDriver>, String> {

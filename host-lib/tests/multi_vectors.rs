@@ -409,13 +409,11 @@ fn undamped_server_procedure_can_cycle() {
 /// infeasible by the solver at tight tolerances.
 #[test]
 fn baselines_solve_with_a_server_missing_a_resource() {
-    let inst = Builder::new(
-        &[&[8.0, 0.0], &[1.0, 3.0]],
-        &[&[0.0, 5.0], &[5.0, 4.0], &[2.0, 2.0], &[2.0, 3.0], &[5.0, 0.0]],
-    )
-    .weights(&[2.0, 3.0, 2.0, 1.0, 2.0])
-    .build()
-    .expect("valid instance");
+    let inst =
+        Builder::new(&[&[8.0, 0.0], &[1.0, 3.0]], &[&[0.0, 5.0], &[5.0, 4.0], &[2.0, 2.0], &[2.0, 3.0], &[5.0, 0.0]])
+            .weights(&[2.0, 3.0, 2.0, 1.0, 2.0])
+            .build()
+            .expect("valid instance");
     for which in [Baseline::CDrfh, Baseline::Tsf, Baseline::Cdrf] {
         let a = baseline(&inst, which).unwrap_or_else(|e| panic!("{which:?}: {e}"));
         assert!(psdsf::feasible_rdm(&inst, a.per_server.as_ref().expect("placed"), 1e-6), "{which:?}");
