@@ -171,7 +171,7 @@ pub fn run(req: &CompareRequest) -> Result<(), CliError> {
     check(&req.setup)?;
     let target = Target::new(&req.out)?;
     if req.plots {
-        plots::font().map_err(CliError::Usage)?;
+        fairshare_sim::font::register().map_err(CliError::Usage)?;
     }
     let c = evaluate(&req.setup, &req.backends, req.device)?;
     target.write(|dir| write_report(dir, &c, req))?;

@@ -1,9 +1,7 @@
 //! The report's plots, each drawn once per backend of plotters: SVG (text kept as text)
-//! and PNG. Text needs a TrueType font from the system ([`font`]); plotters is built
-//! without its font-config path so that no native library is needed.
+//! and PNG. Text needs a TrueType font from the system ([`fairshare_sim::font`]).
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use fairshare_sim::compare::{Comparison, Run};
 use fairshare_sim::workload::{bursty_kind_name, Workload};
@@ -12,54 +10,6 @@ use plotters::prelude::*;
 
 /// Pixel size of every plot.
 const SIZE: (u32, u32) = (960, 540);
-
-/// Font files tried, in order, after `$FAIRSHARE_FONT`.
-const FONTS: [&str; 5] = [
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/System/Library/Fonts/Supplemental/Arial.ttf",
-];
-
-/// Finds a TrueType font and registers it as plotters' `sans-serif`, once per process.
-/// `$FAIRSHARE_FONT` names one; otherwise the usual places, then any `.ttf` under
-/// `/usr/share/fonts`.
-pub fn font() -> Result<(), String> {
-    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
-    REGISTERED
-        .get_or_init(|| {
-            let mut candidates: Vec<PathBuf> =
-                std::env::var_os("FAIRSHARE_FONT").map(PathBuf::from).into_iter().collect();
-            candidates.extend(FONTS.iter().map(PathBuf::from));
-            candidates.extend(first_ttf(Path::new("/usr/share/fonts"), 4));
-            for path in candidates {
-                if let Ok(bytes) = std::fs::read(&path) {
-                    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                    if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                        return Ok(());
-                    }
-                }
-            }
-            Err("no TrueType font found for the plots: install one (Debian: apt-get install fonts-dejavu-core), \
-                 point $FAIRSHARE_FONT at a .ttf file, or pass --no-plots"
-                .to_string())
-        })
-        .clone()
-}
-
-/// The first `.ttf` file under `dir`, searching `depth` levels down.
-fn first_ttf(dir: &Path, depth: usize) -> Option<PathBuf> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    if let Some(f) = entries.iter().find(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("ttf"))) {
-        return Some(f.clone());
-    }
-    if depth == 0 {
-        return None;
-    }
-    entries.iter().filter(|p| p.is_dir()).find_map(|d| first_ttf(d, depth - 1))
-}
 
 fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
@@ -159,7 +109,7 @@ impl Plot {
 
 /// Draws every plot into `dir` as `NAME.svg` and `NAME.png`.
 pub fn write_all(dir: &Path, c: &Comparison) -> Result<(), String> {
-    font()?;
+    fairshare_sim::font::register()?;
     for plot in Plot::ALL {
         let svg = dir.join(format!("{}.svg", plot.name()));
         plot.draw(&SVGBackend::new(&svg, SIZE).into_drawing_area(), c)

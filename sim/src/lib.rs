@@ -8,6 +8,7 @@
 
 pub mod compare;
 pub mod device;
+pub mod font;
 pub mod metrics;
 pub mod workload;
 
