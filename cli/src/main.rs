@@ -59,24 +59,11 @@ enum Command {
     /// Compare Karma, max-min and strict partitioning on a built-in bursty workload, and
     /// show the paper's worked example.
     Demo {
-        /// Users in the pool.
-        #[arg(long, default_value_t = 100)]
-        users: usize,
-        /// Quanta to run.
-        #[arg(long, default_value_t = 900)]
-        quanta: usize,
-        /// Fair share of every user, in slices.
-        #[arg(long, default_value_t = 10)]
-        fair_share: u64,
+        #[command(flatten)]
+        pool: PoolArgs,
         /// Guaranteed fraction of the fair share, in [0, 1].
         #[arg(long, default_value = "0.5", value_parser = parse_alpha)]
         alpha: Alpha,
-        /// Initial credits of every user.
-        #[arg(long, default_value_t = 900_000, allow_negative_numbers = true)]
-        initial_credits: i64,
-        /// Workload seed.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
         #[command(flatten)]
         device: DeviceArgs,
         /// Print JSON on stdout instead of tables.
@@ -86,25 +73,12 @@ enum Command {
     /// Run several policies (and backends) on one workload side by side and write a report
     /// folder: summary.md, CSV files, and plots as SVG and PNG.
     Compare {
-        /// Users in the pool.
-        #[arg(long, default_value_t = 100)]
-        users: usize,
-        /// Quanta to run.
-        #[arg(long, default_value_t = 900)]
-        quanta: usize,
-        /// Fair share of every user, in slices.
-        #[arg(long, default_value_t = 10)]
-        fair_share: u64,
+        #[command(flatten)]
+        pool: PoolArgs,
         /// Karma's guaranteed fractions, comma-separated; the first is the one the
         /// per-user plots and the conformance experiment use.
         #[arg(long, default_value = "0.5,1,0.75,0.25,0", value_delimiter = ',', value_parser = parse_alpha)]
         alpha: Vec<Alpha>,
-        /// Initial credits of every user.
-        #[arg(long, default_value_t = 900_000, allow_negative_numbers = true)]
-        initial_credits: i64,
-        /// Workload seed (also draws the non-conformant half).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
         /// Workload: bursty, steady, on-off, heavy-tailed, diurnal or figure-2.
         #[arg(long, default_value = "bursty", value_parser = parse_workload)]
         workload: fairshare_sim::workload::Workload,
@@ -215,6 +189,26 @@ enum Command {
         #[arg(long, default_value_t = 3000)]
         late_ms: u64,
     },
+}
+
+/// The simulated pool and workload of `demo` and `compare`.
+#[derive(clap::Args)]
+struct PoolArgs {
+    /// Users in the pool.
+    #[arg(long, default_value_t = 100)]
+    users: usize,
+    /// Quanta to run.
+    #[arg(long, default_value_t = 900)]
+    quanta: usize,
+    /// Fair share of every user, in slices.
+    #[arg(long, default_value_t = 10)]
+    fair_share: u64,
+    /// Initial credits of every user.
+    #[arg(long, default_value_t = 900_000, allow_negative_numbers = true)]
+    initial_credits: i64,
+    /// Workload seed (`compare` also draws its non-conformant half with it).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 /// Where `demo` and `replay` run their quanta.
@@ -339,19 +333,15 @@ fn device_sim(
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo { users, quanta, fair_share, alpha, initial_credits, seed, device, json } => {
+        Command::Demo { pool: PoolArgs { users, quanta, fair_share, initial_credits, seed }, alpha, device, json } => {
             let (backend, device) = (device.backend.clone(), device.options());
             let req =
                 demo::DemoRequest { users, quanta, fair_share, alpha, initial_credits, seed, backend, device, json };
             demo::run(&req).map(|_| true)
         }
         Command::Compare {
-            users,
-            quanta,
-            fair_share,
+            pool: PoolArgs { users, quanta, fair_share, initial_credits, seed },
             alpha,
-            initial_credits,
-            seed,
             workload,
             policies,
             backend,
