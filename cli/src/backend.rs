@@ -115,11 +115,14 @@ impl Backend {
 /// Says on stderr whether a pool left its device, and why.
 pub fn report(pool: &Offload) {
     if let Some(fb) = pool.fallback() {
-        eprintln!(
-            "fairshare: backend {} dropped after {} quanta: {}; the pool continues on software with the last good credits",
-            pool.label(),
-            fb.quantum,
-            fb.reason
-        );
+        report_fallback(pool.label(), fb);
     }
+}
+
+/// Says on stderr that the pool on `backend` left its device after `fb.quantum` quanta.
+pub fn report_fallback(backend: &str, fb: &fairshare::offload::Fallback) {
+    eprintln!(
+        "fairshare: backend {backend} dropped after {} quanta: {}; the pool continues on software with the last good credits",
+        fb.quantum, fb.reason
+    );
 }

@@ -126,7 +126,7 @@ pool); welfare = useful allocation / demand per user; fairness = worst / best we
 welfare; jain = Jain's index of the users' totals. Useful allocation counts a user's slices up to its true demand.";
 
 /// Checks the sizes before anything runs.
-pub fn check(setup: &Setup) -> Result<(), CliError> {
+fn check(setup: &Setup) -> Result<(), CliError> {
     if setup.users == 0 || setup.quanta == 0 || setup.fair_share == 0 {
         return Err(CliError::Usage("--users, --quanta and --fair-share must be at least 1".into()));
     }
@@ -159,8 +159,8 @@ pub fn evaluate(setup: &Setup, backends: &[Backend], device: DeviceOptions) -> R
     let c = compare(setup, backends, |b, config, policy| b.pool(config, policy, device), || bar.inc(1))?;
     bar.finish_and_clear();
     for r in &c.runs {
-        if let Some(why) = &r.fallback {
-            eprintln!("fairshare: {} {:?}: backend {why}", r.policy, r.alpha);
+        if let Some(fb) = &r.fallback {
+            crate::backend::report_fallback(&format!("{} ({})", r.backend, plots::variant(r.policy, r.alpha)), fb);
         }
     }
     Ok(c)
@@ -168,7 +168,6 @@ pub fn evaluate(setup: &Setup, backends: &[Backend], device: DeviceOptions) -> R
 
 /// Runs `fairshare compare`.
 pub fn run(req: &CompareRequest) -> Result<(), CliError> {
-    check(&req.setup)?;
     let target = Target::new(&req.out)?;
     if req.plots {
         fairshare_sim::font::register().map_err(CliError::Usage)?;
@@ -251,10 +250,21 @@ impl Target {
             let _ = fs::remove_dir_all(&stage);
             return Err(e);
         }
-        if self.out.exists() {
-            fs::rename(&self.out, &old).map_err(|e| io("moving aside", &self.out, e))?;
+        let replacing = self.out.exists();
+        if replacing {
+            if let Err(e) = fs::rename(&self.out, &old) {
+                let _ = fs::remove_dir_all(&stage);
+                return Err(io("moving aside", &self.out, e));
+            }
         }
-        fs::rename(&stage, &self.out).map_err(|e| io("renaming into place", &self.out, e))?;
+        if let Err(e) = fs::rename(&stage, &self.out) {
+            // Put the earlier report back: a failed run changes nothing.
+            if replacing {
+                let _ = fs::rename(&old, &self.out);
+            }
+            let _ = fs::remove_dir_all(&stage);
+            return Err(io("renaming into place", &self.out, e));
+        }
         let _ = fs::remove_dir_all(&old);
         Ok(())
     }

@@ -39,12 +39,17 @@ fn kind_color(kind: &str) -> RGBColor {
     }
 }
 
-/// A run's name in legends.
-pub fn label(run: &Run) -> String {
-    match run.alpha {
-        Some(a) => format!("{} (alpha {a})", run.policy),
-        None => run.policy.to_string(),
+/// A policy at an alpha, as legends and messages name it: `karma (alpha 0.5)`, `maxmin`.
+pub fn variant(policy: &str, alpha: Option<f64>) -> String {
+    match alpha {
+        Some(a) => format!("{policy} (alpha {a})"),
+        None => policy.to_string(),
     }
+}
+
+/// A run's name in legends.
+fn label(run: &Run) -> String {
+    variant(run.policy, run.alpha)
 }
 
 /// The runs on the first backend at the first alpha, one per policy: what the per-user
@@ -233,14 +238,7 @@ fn welfare_cdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Comparison
 
 fn conformance<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Comparison) -> Result<(), String> {
     let k = c.conformance.len().max(1);
-    let names: Vec<String> = c
-        .conformance
-        .iter()
-        .map(|x| match x.alpha {
-            Some(a) => format!("{} (alpha {a})", x.policy),
-            None => x.policy.to_string(),
-        })
-        .collect();
+    let names: Vec<String> = c.conformance.iter().map(|x| variant(x.policy, x.alpha)).collect();
     let mut chart = ChartBuilder::on(root)
         .caption("Welfare of the non-conformant half of the users", ("sans-serif", 22))
         .margin(12)

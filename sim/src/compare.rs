@@ -10,14 +10,14 @@
 
 use std::fmt::Display;
 
-use fairshare::offload::Offload;
+use fairshare::offload::{Fallback, Offload};
 use fairshare::{Alpha, Policy, PoolConfig};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::metrics::Summary;
+use crate::metrics::{useful, Summary};
 use crate::workload::{self, Strategy, Workload};
 
 /// Users whose cumulative allocation is kept per quantum (evenly spaced over the pool).
@@ -83,18 +83,15 @@ impl Setup {
         ((self.variants().len() * backends + conformance) * self.quanta) as u64
     }
 
-    fn primary_alpha(&self) -> Alpha {
-        self.alphas.first().copied().unwrap_or(Alpha::ZERO)
-    }
-
+    /// The pool for one variant. Max-min and strict ignore alpha; their pools get 0.
     fn config(&self, alpha: Option<Alpha>) -> fairshare::Result<PoolConfig> {
         let (users, f) = self.shape();
-        PoolConfig::equal(users, f, alpha.unwrap_or_else(|| self.primary_alpha()), self.initial_credits)
+        PoolConfig::equal(users, f, alpha.unwrap_or(Alpha::ZERO), self.initial_credits)
     }
 }
 
 /// One policy (at one alpha) on one backend.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Run {
     /// The policy's name.
     pub policy: &'static str,
@@ -104,14 +101,12 @@ pub struct Run {
     pub backend: String,
     /// The metrics.
     pub summary: Summary,
-    /// Why the backend's device was dropped for software during the run, if it was.
-    pub fallback: Option<String>,
+    /// When and why the backend's device was dropped for software, if it was.
+    pub fallback: Option<Fallback>,
     /// Per quantum: total true demand and total useful allocation.
-    #[serde(skip)]
     pub per_quantum: Vec<(u128, u128)>,
     /// Cumulative useful allocation of each tracked user ([`Comparison::tracked`]) at
     /// each quantum of [`Comparison::curve_quanta`].
-    #[serde(skip)]
     pub curves: Vec<Vec<u128>>,
 }
 
@@ -139,7 +134,7 @@ pub struct Comparison {
     pub setup: Setup,
     /// Every run, backends in the order given, variants in [`Setup::variants`] order.
     pub runs: Vec<Run>,
-    /// One per policy, at the first alpha (none when the setup says so).
+    /// One per policy, at the first alpha, in policy order (none when the setup says so).
     pub conformance: Vec<Conformance>,
     /// Users in the conformance experiment's non-conformant half, ascending.
     pub non_conformant: Vec<usize>,
@@ -169,39 +164,69 @@ pub fn compare<B: Display, E: From<fairshare::Error>>(
     let stride = setup.quanta.div_ceil(MAX_CURVE_POINTS).max(1);
     let curve_quanta: Vec<usize> = (1..=setup.quanta).filter(|q| q % stride == 0 || *q == setup.quanta).collect();
 
+    // The conformance experiment's non-conformant half and what it reports.
+    let mut rng = ChaCha8Rng::seed_from_u64(setup.seed ^ NON_CONFORMANT_STREAM);
+    let mut order: Vec<usize> = (0..users).collect();
+    order.shuffle(&mut rng);
+    let mut non_conformant = order[..users / 2].to_vec();
+    non_conformant.sort_unstable();
+    let mut strategies = vec![Strategy::Conformant; users];
+    for &u in &non_conformant {
+        strategies[u] = Strategy::NonConformant;
+    }
+    let reported = workload::reported(&demands, &strategies, f);
+    // Mean welfare of the liars (or of the others).
+    let mean = |w: &[Option<f64>], liars: bool| {
+        let xs: Vec<f64> =
+            (0..users).filter(|u| (strategies[*u] == Strategy::NonConformant) == liars).filter_map(|u| w[u]).collect();
+        if xs.is_empty() {
+            1.0
+        } else {
+            xs.iter().sum::<f64>() / xs.len() as f64
+        }
+    };
+
     let mut runs = Vec::new();
-    for backend in backends {
+    let mut conformance = Vec::new();
+    for (b, backend) in backends.iter().enumerate() {
         for (policy, alpha) in setup.variants() {
-            let mut pool = make_pool(backend, &setup.config(alpha)?, policy)?;
+            let config = setup.config(alpha)?;
+            let mut pool = make_pool(backend, &config, policy)?;
             let mut per_quantum = Vec::with_capacity(setup.quanta);
             let mut cumulative = vec![0u128; tracked.len()];
             let mut curves = Vec::with_capacity(curve_quanta.len());
             let summary = crate::run_pool(&mut pool, &demands, |q, d, pool| {
                 let alloc = pool.allocations();
-                let useful = |u: usize| alloc[u].min(d[u]) as u128;
-                per_quantum.push((d.iter().map(|&x| x as u128).sum(), (0..d.len()).map(useful).sum()));
+                let total = (0..d.len()).map(|u| useful(alloc[u], d[u])).sum();
+                per_quantum.push((d.iter().map(|&x| x as u128).sum(), total));
                 for (c, &u) in cumulative.iter_mut().zip(&tracked) {
-                    *c += useful(u);
+                    *c += useful(alloc[u], d[u]);
                 }
                 if (q + 1) % stride == 0 || q + 1 == setup.quanta {
                     curves.push(cumulative.clone());
                 }
                 tick();
             })?;
-            let fallback = pool.fallback().map(|f| {
-                format!(
-                    "{} dropped after {} quanta: {}; the pool went on in software",
-                    pool.label(),
-                    f.quantum,
-                    f.reason
-                )
-            });
+            // On the first backend, the same pool again with the half lying.
+            let primary = alpha.is_none() || alpha == setup.alphas.first().copied();
+            if setup.conformance && b == 0 && primary {
+                let mut liars = make_pool(backend, &config, policy)?;
+                let lied = crate::run_reported(&mut liars, &demands, &reported, |_, _, _| tick())?.welfare;
+                conformance.push(Conformance {
+                    policy: policy.name(),
+                    alpha: alpha.map(Alpha::to_f64),
+                    welfare_non_conformant: mean(&lied, true),
+                    welfare_conformant: mean(&summary.welfare, true),
+                    others_welfare_when_lied_to: mean(&lied, false),
+                    others_welfare_truthful: mean(&summary.welfare, false),
+                });
+            }
             runs.push(Run {
                 policy: policy.name(),
                 alpha: alpha.map(Alpha::to_f64),
                 backend: backend.to_string(),
                 summary,
-                fallback,
+                fallback: pool.fallback().cloned(),
                 per_quantum,
                 curves,
             });
@@ -213,47 +238,5 @@ pub fn compare<B: Display, E: From<fairshare::Error>>(
         .enumerate()
         .skip(variants)
         .all(|(i, r)| r.summary.total_alloc == runs[i % variants].summary.total_alloc);
-
-    let mut rng = ChaCha8Rng::seed_from_u64(setup.seed ^ NON_CONFORMANT_STREAM);
-    let mut order: Vec<usize> = (0..users).collect();
-    order.shuffle(&mut rng);
-    let mut non_conformant = order[..users / 2].to_vec();
-    non_conformant.sort_unstable();
-    let mut strategies = vec![Strategy::Conformant; users];
-    for &u in &non_conformant {
-        strategies[u] = Strategy::NonConformant;
-    }
-    let reported = workload::reported(&demands, &strategies, f);
-    let mut conformance = Vec::new();
-    for &policy in setup.policies.iter().filter(|_| setup.conformance) {
-        let alpha = (policy == Policy::Karma).then(|| setup.primary_alpha());
-        let truthful = runs
-            .iter()
-            .find(|r| r.policy == policy.name() && r.alpha == alpha.map(Alpha::to_f64))
-            .map(|r| r.summary.welfare.clone())
-            .unwrap_or_default();
-        let first = backends.first().map(|b| make_pool(b, &setup.config(alpha)?, policy));
-        let Some(pool) = first else { break };
-        let lied = crate::run_reported(&mut pool?, &demands, &reported, |_, _, _| tick())?.welfare;
-        let mean = |w: &[Option<f64>], liars: bool| {
-            let xs: Vec<f64> = (0..users)
-                .filter(|u| (strategies[*u] == Strategy::NonConformant) == liars)
-                .filter_map(|u| w[u])
-                .collect();
-            if xs.is_empty() {
-                1.0
-            } else {
-                xs.iter().sum::<f64>() / xs.len() as f64
-            }
-        };
-        conformance.push(Conformance {
-            policy: policy.name(),
-            alpha: alpha.map(Alpha::to_f64),
-            welfare_non_conformant: mean(&lied, true),
-            welfare_conformant: mean(&truthful, true),
-            others_welfare_when_lied_to: mean(&lied, false),
-            others_welfare_truthful: mean(&truthful, false),
-        });
-    }
     Ok(Comparison { setup: setup.clone(), runs, conformance, non_conformant, tracked, curve_quanta, backends_agree })
 }

@@ -11,6 +11,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+/// A user's useful allocation in one quantum: what it got, up to what it truly needed.
+pub fn useful(alloc: u64, demand: u64) -> u128 {
+    alloc.min(demand) as u128
+}
+
 /// Accumulates a run quantum by quantum.
 #[derive(Clone, Debug)]
 pub struct Recorder {
@@ -88,10 +93,10 @@ impl Recorder {
         self.quanta += 1;
         let mut total_demand = 0u128;
         for u in 0..self.alloc.len() {
-            let useful = alloc[u].min(demand[u]) as u128;
-            self.alloc[u] += useful;
+            let got = useful(alloc[u], demand[u]);
+            self.alloc[u] += got;
             self.demand[u] += demand[u] as u128;
-            self.allocated += useful;
+            self.allocated += got;
             total_demand += demand[u] as u128;
         }
         self.servable += total_demand.min(self.capacity as u128);
@@ -109,7 +114,7 @@ impl Recorder {
     }
 
     /// The summary of everything recorded.
-    pub fn finish(self) -> Summary {
+    pub fn finish(mut self) -> Summary {
         let ratio = |a: u128, b: u128| if b == 0 { 1.0 } else { a as f64 / b as f64 };
         let welfare: Vec<Option<f64>> =
             self.alloc.iter().zip(&self.demand).map(|(&a, &d)| (d > 0).then(|| ratio(a, d))).collect();
@@ -124,9 +129,9 @@ impl Recorder {
         } else {
             (present[present.len() / 2 - 1] + present[present.len() / 2]) / 2.0
         };
-        let quantum_time = (!self.nanos.is_empty()).then(|| {
-            let mut ns = self.nanos.clone();
-            ns.sort_unstable();
+        self.nanos.sort_unstable();
+        let ns = &self.nanos;
+        let quantum_time = (!ns.is_empty()).then(|| {
             let us = |n: u64| n as f64 / 1e3;
             let rank = |p: f64| ns[((p * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1];
             QuantumTime {
