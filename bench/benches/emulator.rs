@@ -11,7 +11,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fairshare::policy::karma;
-use fairshare_bench::karma_instance;
+use fairshare_bench::{device_instance, karma_instance};
 use fairshare_driver::abi;
 use fairshare_sim::device::{InProcess, Model};
 use std::hint::black_box;
@@ -23,21 +23,18 @@ fn round_trip(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     for users in [16usize, 256, 4096] {
         let (params, demand, credits) = karma_instance(users, 10, 42);
-        let words: Vec<u32> = demand.iter().map(|&d| d as u32).collect();
-        let balances: Vec<u32> = credits.iter().map(|c| c.floor_int() as u32).collect();
-        assert!(credits.iter().all(|c| c.is_integer()), "equal shares keep whole credits");
-        let (fair, guaranteed) = (params.fair_share[0] as u32, params.guaranteed[0] as u32);
+        let dev_in = device_instance(users, 10, 42);
         group.throughput(Throughput::Elements(users as u64));
         let path = dir.path().join(format!("bench{users}.shm"));
         let emu = InProcess::start(&path, users, 16, Model::Software, vec![]).expect("emulator");
         let mut dev = fairshare_driver::shm::open(&path).expect("open the emulator");
-        group.bench_with_input(BenchmarkId::new("emulation (software model)", users), &words, |b, d| {
+        group.bench_with_input(BenchmarkId::new("emulation (software model)", users), &dev_in.demand, |b, d| {
             b.iter_custom(|iters| {
                 let mut measured = Duration::ZERO;
                 for _ in 0..iters {
-                    dev.write_credits(&balances).expect("restore credits");
+                    dev.write_credits(&dev_in.credits).expect("restore credits");
                     let start = Instant::now();
-                    black_box(dev.quantum(abi::mode::KARMA, fair, guaranteed, d).expect("quantum"));
+                    black_box(dev.quantum(abi::mode::KARMA, dev_in.fair, dev_in.guaranteed, d).expect("quantum"));
                     measured += start.elapsed();
                 }
                 measured

@@ -55,6 +55,45 @@ pub fn karma_instance(users: usize, fair_share: u64, seed: u64) -> (KarmaParams,
     (params, demand, credits)
 }
 
+/// [`karma_instance`] as the device takes it: 32-bit demands and whole credit
+/// balances, with the pool's fair and guaranteed shares.
+#[derive(Clone, Debug)]
+pub struct DeviceInstance {
+    /// The quantum's demands.
+    pub demand: Vec<u32>,
+    /// The credits before it (whole: equal shares keep credits whole).
+    pub credits: Vec<u32>,
+    /// Fair share `f`.
+    pub fair: u32,
+    /// Guaranteed share `g`.
+    pub guaranteed: u32,
+}
+
+/// [`karma_instance`] for the device path (the emulator benchmark and the bench report).
+///
+/// ```
+/// let inst = fairshare_bench::device_instance(64, 10, 42);
+/// let (_, demand, credits) = fairshare_bench::karma_instance(64, 10, 42);
+/// assert_eq!((inst.fair, inst.guaranteed), (10, 5));
+/// assert_eq!(inst.demand, demand.iter().map(|&d| d as u32).collect::<Vec<_>>());
+/// assert_eq!(i64::from(inst.credits[0]), credits[0].floor_int());
+/// ```
+///
+/// # Panics
+///
+/// As [`karma_instance`], or if a credit balance is not whole (it always is with equal
+/// shares).
+pub fn device_instance(users: usize, fair_share: u64, seed: u64) -> DeviceInstance {
+    let (params, demand, credits) = karma_instance(users, fair_share, seed);
+    assert!(credits.iter().all(|c| c.is_integer()), "equal shares keep whole credits");
+    DeviceInstance {
+        demand: demand.iter().map(|&d| d as u32).collect(),
+        credits: credits.iter().map(|c| c.floor_int() as u32).collect(),
+        fair: params.fair_share[0] as u32,
+        guaranteed: params.guaranteed[0] as u32,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fairshare::policy::{karma, maxmin};
-use fairshare_bench::karma_instance;
+use fairshare_bench::{device_instance, karma_instance};
 use fairshare_driver::abi;
 use fairshare_sim::device::{InProcess, Model};
 use plotters::prelude::*;
@@ -122,18 +122,17 @@ fn emulator(dir: &Path) -> Result<Vec<(usize, f64)>, String> {
     let mut out = Vec::new();
     for &n in &ENGINE_N {
         eprintln!("report: emulator round trip, N = {n}");
-        let (params, demand, credits) = karma_instance(n, 10, 42);
-        let words: Vec<u32> = demand.iter().map(|&d| d as u32).collect();
-        let balances: Vec<u32> = credits.iter().map(|c| c.floor_int() as u32).collect();
-        let (fair, guaranteed) = (params.fair_share[0] as u32, params.guaranteed[0] as u32);
+        let inst = device_instance(n, 10, 42);
         let path = dir.join(format!("report{n}.shm"));
         let emu = InProcess::start(&path, n, 16, Model::Software, vec![])?;
         let mut dev = fairshare_driver::shm::open(&path).map_err(|e| e.to_string())?;
         let mut times = Vec::new();
         for _ in 0..41 {
-            dev.write_credits(&balances).map_err(|e| e.to_string())?;
+            dev.write_credits(&inst.credits).map_err(|e| e.to_string())?;
             let start = Instant::now();
-            black_box(dev.quantum(abi::mode::KARMA, fair, guaranteed, &words).map_err(|e| e.to_string())?);
+            black_box(
+                dev.quantum(abi::mode::KARMA, inst.fair, inst.guaranteed, &inst.demand).map_err(|e| e.to_string())?,
+            );
             times.push(start.elapsed().as_nanos() as f64);
         }
         drop(dev);
