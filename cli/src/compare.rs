@@ -173,8 +173,8 @@ pub fn run(req: &CompareRequest) -> Result<(), CliError> {
         fairshare_sim::font::register().map_err(CliError::Usage)?;
     }
     let c = evaluate(&req.setup, &req.backends, req.device)?;
-    target.write(|dir| write_report(dir, &c, req))?;
     let rows = rows(&c);
+    target.write(|dir| write_report(dir, &c, &rows, req))?;
     if req.json {
         let (users, f) = c.setup.shape();
         let json = serde_json::json!({
@@ -285,12 +285,11 @@ fn csv_file(dir: &Path, name: &str, header: &[&str], rows: impl Iterator<Item = 
     w.flush().map_err(|e| CliError::Io(format!("writing {}: {e}", path.display())))
 }
 
-fn write_report(dir: &Path, c: &Comparison, req: &CompareRequest) -> Result<(), CliError> {
+fn write_report(dir: &Path, c: &Comparison, rows: &[Row], req: &CompareRequest) -> Result<(), CliError> {
     let (users, f) = c.setup.shape();
     let capacity = users as u128 * f as u128;
     let kind =
         |u: usize| if c.setup.workload == Workload::Bursty { bursty_kind_name(u) } else { c.setup.workload.name() };
-    let rows = rows(c);
     csv_file(
         dir,
         "runs.csv",
@@ -386,7 +385,7 @@ fn write_report(dir: &Path, c: &Comparison, req: &CompareRequest) -> Result<(), 
         plots::write_all(dir, c).map_err(CliError::Io)?;
     }
     let path = dir.join("summary.md");
-    let text = summary_markdown(c, &rows, req);
+    let text = summary_markdown(c, rows, req);
     fs::File::create(&path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .map_err(|e| CliError::Io(format!("writing {}: {e}", path.display())))
