@@ -193,16 +193,31 @@ fn problems(users: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Req
     })
 }
 
+/// A proptest find (CI, 2026-11-23): with one resource the optimum is exactly
+/// `x_i = e_i / r_i`, and the interior-point point is 3.5e-5 off it.
+#[test]
+fn one_resource_case_the_raw_convex_point_missed_by_3e_5() {
+    let p = req(&[&[0.8274760975302606], &[0.8227444965350924]], &[0.6979029295834253, 0.3020970704165748]);
+    let want: Vec<f64> = (0..2).map(|i| p.e[i] / p.r[i][0]).collect();
+    let x = convex(&p).expect("convex");
+    assert!(is_bbf(&p, &x, 1e-4), "convex {x:?}");
+    let exact = bbf::solve(&p).expect("solves");
+    for (a, b) in exact.iter().zip(&want) {
+        assert!((a - b).abs() <= 1e-9, "solve {exact:?} vs e / r {want:?}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn ode_and_convex_agree_and_are_bbf(p in problems(2..=5)) {
         let run = ode(&p).expect("ode");
-        // The raw interior-point point is accurate to about 1e-6; solve() makes it exact.
+        // The raw interior-point point is accurate to about 1e-4 (see
+        // one_resource_case_the_raw_convex_point_missed_by_3e_5); solve() makes it exact.
         let x = convex(&p).expect("convex");
         prop_assert!(is_bbf(&p, &run.x, 1e-6), "ODE {:?} ({:?})", run.x, run.stop);
-        prop_assert!(is_bbf(&p, &x, 1e-5), "convex {x:?}");
+        prop_assert!(is_bbf(&p, &x, 1e-4), "convex {x:?}");
         let exact = bbf::solve(&p).expect("solves");
         prop_assert!(is_bbf(&p, &exact, 1e-8), "solve {exact:?}");
         for (a, b) in exact.iter().zip(&x) {
