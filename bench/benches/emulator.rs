@@ -11,9 +11,10 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fairshare::policy::karma;
+use fairshare_abi::Mode;
+use fairshare_backends::Backend;
 use fairshare_bench::{device_instance, karma_instance};
-use fairshare_driver::abi;
-use fairshare_sim::device::{InProcess, Model};
+use fairshare_emulator::{InProcess, Model};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -27,14 +28,17 @@ fn round_trip(c: &mut Criterion) {
         group.throughput(Throughput::Elements(users as u64));
         let path = dir.path().join(format!("bench{users}.shm"));
         let emu = InProcess::start(&path, users, 16, Model::Software, vec![]).expect("emulator");
-        let mut dev = fairshare_driver::shm::open(&path).expect("open the emulator");
+        let mut dev = Backend::Emulator(path.clone())
+            .accelerator(users, Duration::from_secs(2))
+            .expect("open the emulator")
+            .expect("a device backend");
         group.bench_with_input(BenchmarkId::new("emulation (software model)", users), &dev_in.demand, |b, d| {
             b.iter_custom(|iters| {
                 let mut measured = Duration::ZERO;
                 for _ in 0..iters {
                     dev.write_credits(&dev_in.credits).expect("restore credits");
                     let start = Instant::now();
-                    black_box(dev.quantum(abi::mode::KARMA, dev_in.fair, dev_in.guaranteed, d).expect("quantum"));
+                    black_box(dev.quantum(Mode::Karma, dev_in.fair, dev_in.guaranteed, d).expect("quantum"));
                     measured += start.elapsed();
                 }
                 measured

@@ -20,12 +20,11 @@ pub enum Top {
 /// Writes the Verilog of the shape for `users` and `lanes` to `out` (module `top`), and
 /// its packed-port shell next to it (`<out stem>_shell.v`).
 pub fn verilog(users: usize, lanes: usize, top: Top, out: &Path) -> Result<(), CliError> {
-    let engine = catalog::engine(lanes, users).map_err(CliError::Usage)?;
+    let engine = catalog::engine(lanes, users)?;
     let (verilog, shell) = match top {
         Top::Device => engine.device_verilog(),
         Top::Engine => engine.verilog(),
-    }
-    .map_err(CliError::Io)?;
+    }?;
     let shell_path = out.with_file_name(format!(
         "{}_shell.v",
         out.file_stem().map_or("engine".into(), |s| s.to_string_lossy().into_owned())
@@ -47,9 +46,9 @@ pub fn verilog(users: usize, lanes: usize, top: Top, out: &Path) -> Result<(), C
     Ok(())
 }
 
-/// Prints the device register map (the markdown of `driver/REGISTERS.md`).
+/// Prints the device register map (the markdown of `abi/REGISTERS.md`).
 pub fn regs() {
-    print!("{}", fairshare_driver::abi::markdown());
+    print!("{}", fairshare_abi::markdown());
 }
 
 /// Runs `quanta` quanta of Karma (bursty demands, fair share 10, alpha 1/2) through
@@ -58,9 +57,9 @@ pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) 
     if quanta == 0 {
         return Err(CliError::Usage("--quanta must be at least 1".into()));
     }
-    let capacity = catalog::engine_capacity(lanes, users).map_err(CliError::Usage)?;
+    let capacity = catalog::engine_capacity(lanes, users)?;
     let demands = fairshare_sim::workload::bursty(users, quanta, 10, seed);
-    let mut cycles = catalog::karma_cycles(lanes, 10, 5, 1_000, &demands).map_err(CliError::Io)?;
+    let mut cycles = catalog::karma_cycles(lanes, 10, 5, 1_000, &demands)?;
     cycles.sort_unstable();
     let (min, median, max) = (cycles[0], cycles[cycles.len() / 2], cycles[cycles.len() - 1]);
     if json {

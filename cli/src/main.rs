@@ -39,8 +39,38 @@ pub enum CliError {
     #[error("{0}")]
     Io(String),
     /// A device backend could not be opened.
-    #[error("{0}")]
-    Device(String),
+    #[error(transparent)]
+    Backend(#[from] fairshare_backends::BackendError),
+    /// No engine of the asked shape, or no Verilog for it.
+    #[error(transparent)]
+    Hdl(#[from] fairshare_hdl::catalog::HdlError),
+    /// The emulator could not start.
+    #[error(transparent)]
+    Emulator(#[from] fairshare_emulator::EmulatorError),
+    /// Standard output was closed by its reader (`fairshare replay t.csv | head`): the
+    /// command ends quietly with status 0.
+    #[error("standard output is closed")]
+    ClosedStdout,
+}
+
+/// A closed standard output (the reader of a pipe went away, as `head` does) ends the
+/// command quietly with status 0, as it does for `cat` or `grep`. Rust ignores SIGPIPE,
+/// so a write to the closed pipe fails with `BrokenPipe`, and `println!` panics with
+/// "failed printing to stdout"; this hook turns exactly that panic into a quiet exit.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info)
+    }));
 }
 
 #[derive(Parser)]
@@ -155,9 +185,10 @@ enum Command {
     },
     /// Check a backend against a golden-vector file; exit status 1 on any mismatch.
     Selftest {
-        /// Vector file in the schema of `vectors/karma_paper.json`.
+        /// Vector file in the schema of `vectors/karma_paper.json` (default: the
+        /// built-in `vectors/karma_paper.json` and `vectors/karma_random.json`).
         #[arg(long)]
-        vectors: PathBuf,
+        vectors: Option<PathBuf>,
         /// Backend to check: software, literal, rtl-sim, emulator:PATH or vfio:PCI-ADDRESS.
         #[arg(long, default_value = "software", value_parser = parse_backend)]
         backend: backend::Backend,
@@ -166,15 +197,16 @@ enum Command {
         timeout_ms: u64,
     },
     /// Serve an emulated device over a shared-memory file (the backend
-    /// `emulator:PATH`) until killed: the register map of driver/REGISTERS.md, each
+    /// `emulator:PATH`) until killed: the register map of abi/REGISTERS.md, each
     /// quantum computed by the RustHDL engine or its software model.
     DeviceSim {
         /// The shared-memory file to create.
         #[arg(long)]
         shm: PathBuf,
         /// What computes the quanta.
-        #[arg(long, value_enum, default_value = "software")]
-        model: fairshare_sim::device::Model,
+        /// `rtl` or `software`.
+        #[arg(long, default_value = "software", value_parser = parse_model)]
+        model: fairshare_emulator::Model,
         /// Users the device must hold (rounded up to 64, 256, 1024 or 4096).
         #[arg(long, default_value_t = 4096)]
         users: usize,
@@ -184,7 +216,7 @@ enum Command {
         /// Inject a fault, KIND@QUANTUM with KIND late, wrong-seq, corrupt or crash
         /// (repeatable; for testing the host's fallback).
         #[arg(long = "fault", value_parser = parse_fault)]
-        faults: Vec<fairshare_sim::device::Fault>,
+        faults: Vec<fairshare_emulator::Fault>,
         /// How late a `late` completion is (milliseconds).
         #[arg(long, default_value_t = 3000)]
         late_ms: u64,
@@ -276,11 +308,15 @@ enum HdlCommand {
 }
 
 fn parse_backend(s: &str) -> Result<backend::Backend, String> {
-    s.parse()
+    s.parse().map_err(|e: fairshare_backends::BadBackend| e.to_string())
 }
 
-fn parse_fault(s: &str) -> Result<fairshare_sim::device::Fault, String> {
-    s.parse()
+fn parse_model(s: &str) -> Result<fairshare_emulator::Model, String> {
+    s.parse().map_err(|e: fairshare_emulator::SpecError| e.to_string())
+}
+
+fn parse_fault(s: &str) -> Result<fairshare_emulator::Fault, String> {
+    s.parse().map_err(|e: fairshare_emulator::SpecError| e.to_string())
 }
 
 fn parse_alpha(s: &str) -> Result<Alpha, String> {
@@ -304,20 +340,18 @@ fn parse_credits(s: &str) -> Result<Credits, String> {
 }
 
 /// `fairshare device-sim`: creates the file, prints `ready` on stdout, serves until
-/// killed (or an injected crash exits with status 70).
+/// killed; an injected crash ends the process with status 70.
 fn device_sim(
     shm: &std::path::Path,
-    model: fairshare_sim::device::Model,
+    model: fairshare_emulator::Model,
     users: usize,
     lanes: usize,
-    faults: Vec<fairshare_sim::device::Fault>,
+    faults: Vec<fairshare_emulator::Fault>,
     late_ms: u64,
 ) -> Result<(), CliError> {
     use std::io::Write as _;
-    let mut emu =
-        fairshare_sim::device::Emulator::create(shm, users, lanes, model, faults).map_err(CliError::Device)?;
+    let mut emu = fairshare_emulator::Emulator::create(shm, users, lanes, model, faults)?;
     emu.late_by = Duration::from_millis(late_ms);
-    emu.crash_exits = true;
     eprintln!(
         "device-sim: {model:?} model, {lanes} lanes, up to {} users, serving {} (stop with Ctrl-C)",
         emu.max_users(),
@@ -326,11 +360,15 @@ fn device_sim(
     println!("ready");
     std::io::stdout().flush().map_err(|e| CliError::Io(e.to_string()))?;
     let stop = std::sync::atomic::AtomicBool::new(false);
-    let _ = emu.serve(&stop);
+    if let Err(fairshare_emulator::Stopped::Crashed) = emu.serve(&stop) {
+        // As a device that dies: no clean-up, the process ends at once.
+        std::process::exit(70);
+    }
     Ok(())
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo { pool: PoolArgs { users, quanta, fair_share, initial_credits, seed }, alpha, device, json } => {
@@ -399,11 +437,11 @@ fn main() -> ExitCode {
             hdl::cycles(users, lanes, quanta, seed, json).map(|_| true)
         }
         Command::Selftest { vectors, backend, timeout_ms } => {
-            selftest::run(&vectors, &backend, Duration::from_millis(timeout_ms))
+            selftest::run(vectors.as_deref(), &backend, Duration::from_millis(timeout_ms))
         }
     };
     match result {
-        Ok(true) => ExitCode::SUCCESS,
+        Ok(true) | Err(CliError::ClosedStdout) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("fairshare: error: {e}");

@@ -41,28 +41,41 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     })?;
     bar.finish_and_clear();
     crate::backend::report(&pool);
-    write_output(req.out, |out| {
-        // A CSV writer, so that user names with commas or quotes come out quoted.
-        let mut csv = csv::Writer::from_writer(out);
-        csv.write_record(["quantum", "user", "demand", "alloc", "credits"])?;
-        for (q, (alloc, credits)) in rows.iter().enumerate() {
-            let label = trace.labels[q].to_string();
-            for u in 0..n {
-                let (demand, a, c) = (trace.demands[q][u].to_string(), alloc[u].to_string(), credits[u].to_string());
-                csv.write_record([label.as_str(), trace.users[u].as_str(), &demand, &a, &c])?;
+    // Only Karma has credits; the other policies' rows have no credits column.
+    let credits = req.policy == fairshare::Policy::Karma;
+    // With --json, stdout holds the JSON summary; the rows go only to --out.
+    let write_rows = !(req.json && req.out.is_none());
+    if write_rows {
+        write_output(req.out, |out| {
+            // A CSV writer, so that user names with commas or quotes come out quoted.
+            let mut csv = csv::Writer::from_writer(out);
+            let header = ["quantum", "user", "demand", "alloc", "credits"];
+            csv.write_record(if credits { &header[..] } else { &header[..4] })?;
+            for (q, (alloc, balances)) in rows.iter().enumerate() {
+                let label = trace.labels[q].to_string();
+                for u in 0..n {
+                    let (demand, a) = (trace.demands[q][u].to_string(), alloc[u].to_string());
+                    let mut row = vec![label.clone(), trace.users[u].clone(), demand, a];
+                    if credits {
+                        row.push(balances[u].to_string());
+                    }
+                    csv.write_record(&row)?;
+                }
             }
-        }
-        csv.flush()
-    })
-    .map_err(|e| {
-        CliError::Io(format!("writing {}: {e}", req.out.map_or("stdout".into(), |p| p.display().to_string())))
-    })?;
+            csv.flush()
+        })
+        .map_err(|e| match req.out {
+            None if e.kind() == std::io::ErrorKind::BrokenPipe => CliError::ClosedStdout,
+            None => CliError::Io(format!("writing stdout: {e}")),
+            Some(p) => CliError::Io(format!("writing {}: {e}", p.display())),
+        })?;
+    }
     if req.json {
         let json = serde_json::json!({
             "policy": req.policy.name(),
             "backend": req.backend.to_string(),
             "device_quanta": pool.device_quanta(),
-            "fallback": pool.fallback().map(|f| serde_json::json!({ "after_quanta": f.quantum, "reason": f.reason })),
+            "fallback": pool.fallback().map(crate::backend::fallback_json),
             "quanta": summary.quanta,
             "users": summary.users,
             "capacity": config.capacity(),
@@ -74,7 +87,7 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             "disparity": summary.disparity,
             "jain": summary.jain,
         });
-        eprintln!("{json}");
+        println!("{json}");
     } else {
         eprintln!(
             "replay: policy {}, {} quanta, {} users, pool {} slices: utilization {}, fairness {} (welfare min {}, max {}), disparity {}, Jain {}",

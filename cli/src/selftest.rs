@@ -1,71 +1,40 @@
-//! `fairshare selftest`: runs every case of a golden-vector file through a backend and
+//! `fairshare selftest`: runs every case of golden-vector files through a backend and
 //! reports each mismatch (case, quantum, user, expected, got). This is the conformance
-//! test a user runs on a new backend or new hardware.
+//! test a user runs on a new backend or new hardware. Without `--vectors` it runs the
+//! vector files built into the binary (`vectors/karma_paper.json` and
+//! `vectors/karma_random.json`).
 
 use crate::backend::Backend;
 use crate::CliError;
-use fairshare::offload::{device_shape, DeviceShape, DEVICE_MAX};
 use fairshare::policy::karma;
-use fairshare::vectors::{VectorCase, VectorFile};
-use fairshare::{Allocator, Credits, Outcome, Policy};
+use fairshare::vectors::VectorFile;
+use fairshare_backends::conformance::check_on_device;
 use std::path::Path;
 use std::time::Duration;
 
-/// A case in device words for a device of `max_users` users, or why it cannot run there
-/// (the offload backend's rule, `fairshare::offload::device_shape`).
-fn device_case(case: &VectorCase, max_users: usize) -> Result<DeviceShape, String> {
-    let pool = case.config().and_then(|c| Allocator::new(c, Policy::Karma).map_err(|e| e.to_string()))?;
-    let shape = device_shape(&pool, max_users)?;
-    if case.quanta.iter().flat_map(|q| &q.demand).any(|&d| d > DEVICE_MAX) {
-        return Err(format!("a demand above {DEVICE_MAX}"));
-    }
-    Ok(shape)
-}
+/// The vector files built into the binary, by the name they are reported with.
+pub const BUILT_IN: [(&str, &str); 2] = [
+    ("vectors/karma_paper.json", include_str!("../../vectors/karma_paper.json")),
+    ("vectors/karma_random.json", include_str!("../../vectors/karma_random.json")),
+];
 
-/// Runs a case on a device (the RustHDL engine, the emulator, a VFIO device): credits
-/// are restored once, then carried by the device from quantum to quantum. Faults are
-/// reported as mismatches; there is no fallback here, this checks the device itself.
-/// `Err` is why the case does not fit the device (it is skipped).
-fn check_on_device(
-    case: &VectorCase,
-    backend: &Backend,
-    timeout: Duration,
-) -> Result<Vec<fairshare::vectors::Mismatch>, String> {
-    let mut device = match backend.accelerator(case.fair_share.len(), timeout) {
-        Ok(Some(d)) => d,
-        Ok(None) => return Ok(vec![case_error(case, "not a device backend".into())]),
-        // The RustHDL catalog has no engine that large.
-        Err(CliError::Usage(why)) => return Err(why),
-        Err(e) => return Ok(vec![case_error(case, e.to_string())]),
+/// Runs `path`, or the built-in files; `Ok(true)` when every case matched.
+pub fn run(path: Option<&Path>, backend: &Backend, timeout: Duration) -> Result<bool, CliError> {
+    let Some(path) = path else {
+        let mut all = true;
+        for (name, text) in BUILT_IN {
+            all &= run_text(name, text, backend, timeout)?;
+        }
+        return Ok(all);
     };
-    let shape = device_case(case, device.max_users())?;
-    if let Err(e) = device.write_credits(&shape.credits) {
-        return Ok(vec![case_error(case, format!("restoring credits: {e}"))]);
-    }
-    Ok(case.check(|_, demand, _| {
-        let d: Vec<u32> = demand.iter().map(|&x| x as u32).collect();
-        let (alloc, credits) = device.quantum(Policy::Karma, shape.fair, shape.guaranteed, &d)?;
-        let credits = credits.iter().map(|&c| Credits::from_int(c as i64).unwrap_or_default()).collect();
-        Ok::<_, String>(Outcome { alloc: alloc.iter().map(|&a| a as u64).collect(), credits })
-    }))
-}
-
-fn case_error(case: &VectorCase, e: String) -> fairshare::vectors::Mismatch {
-    fairshare::vectors::Mismatch {
-        case: case.name.clone(),
-        quantum: 0,
-        user: None,
-        field: "error",
-        expected: "a result".into(),
-        got: e,
-    }
-}
-
-/// Runs the file; `Ok(true)` when every case matched.
-pub fn run(path: &Path, backend: &Backend, timeout: Duration) -> Result<bool, CliError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{file}: {e}")))?;
-    let vectors = VectorFile::parse(&text).map_err(|e| CliError::Io(format!("{file}: not a vector file: {e}")))?;
+    run_text(&file, &text, backend, timeout)
+}
+
+/// Runs the vector file `text` (named `file` in messages).
+fn run_text(file: &str, text: &str, backend: &Backend, timeout: Duration) -> Result<bool, CliError> {
+    let vectors = VectorFile::parse(text).map_err(|e| CliError::Io(format!("{file}: not a vector file: {e}")))?;
     if vectors.cases.is_empty() {
         return Err(CliError::Io(format!("{file}: the file has no cases")));
     }

@@ -81,8 +81,8 @@ fn replay(dir: &Path, trace: &Path, backend: &str, extra: &[&str]) -> (String, s
     args.extend(extra);
     let o = fairshare(&args);
     assert!(o.status.success(), "replay on {backend}: {}", String::from_utf8_lossy(&o.stderr));
-    let stderr = String::from_utf8(o.stderr).unwrap();
-    let json = stderr.lines().rev().find_map(|l| serde_json::from_str(l).ok()).unwrap();
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let json = serde_json::from_str(stdout.trim()).unwrap();
     (std::fs::read_to_string(out).unwrap(), json)
 }
 
@@ -191,7 +191,10 @@ fn selftest_skips_cases_larger_than_the_device() {
     let _sim = device_sim(&shm, &["--users", "64", "--lanes", "4"]);
     for (backend, want) in [
         ("software".to_string(), "ok       idle-70"),
-        (format!("emulator:{}", shm.display()), "skip     idle-70 (70 users; the device holds 64)"),
+        (
+            format!("emulator:{}", shm.display()),
+            "skip     idle-70 (does not fit the device: 70 users; the device holds 1 to 64",
+        ),
     ] {
         let o = fairshare(&["selftest", "--vectors", vectors.to_str().unwrap(), "--backend", &backend]);
         let stdout = String::from_utf8_lossy(&o.stdout);

@@ -1,17 +1,22 @@
-//! # fairshare-driver: the device ABI and the ways to reach a device
+//! # fairshare-driver: the host's handle to a device
 //!
-//! - [`abi`]: the one definition of the device contract (registers, buffers, doorbell
-//!   protocol) that the RustHDL block, the emulator and the host share.
-//! - [`device`]: an open device: quanta through the doorbell and completion record,
-//!   credits through the registers, typed faults and timeouts.
+//! Owns the ways the host reaches a fairshare device and the protocol it speaks over
+//! them; takes the contract (registers, buffers, admission, the [`Accelerator`] seam)
+//! from `fairshare-abi` and must not depend on the policies (the host library), the
+//! RTL or the emulator.
+//!
+//! - [`handle`]: an open device, [`DeviceHandle`]: quanta through the doorbell and
+//!   completion record, credits through the registers, typed errors and timeouts. It is
+//!   an [`Accelerator`].
 //! - [`shm`]: the emulated device's shared-memory file; [`vfio`]: a real one bound to
-//!   `vfio-pci`. Both give a [`device::Device`].
+//!   `vfio-pci`. Both give a [`DeviceHandle`].
 //! - [`mmio`]: checked volatile access to mapped memory (the crate's only `unsafe`).
+//!
+//! [`Accelerator`]: fairshare_abi::Accelerator
 
-pub mod abi;
-pub mod device;
+pub mod handle;
 pub mod mmio;
 pub mod shm;
 pub mod vfio;
 
-pub use device::{Device, DeviceFault, DeviceInfo, OpenError, QuantumOutput};
+pub use handle::{DeviceHandle, DeviceInfo, DmaLayout, OpenError};

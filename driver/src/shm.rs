@@ -1,11 +1,11 @@
 //! The shared-memory "device": one file, mapped by the emulator (`fairshare
 //! device-sim`) and by the host. Bytes `0 .. BAR_WINDOW` are BAR0 (the register map of
-//! [`crate::abi`]); the DMA region follows, laid out by [`DmaLayout`], and bus addresses
-//! are offsets into it. The host code above [`Device`] cannot tell this from VFIO.
+//! [`fairshare_abi`]); the DMA region follows, laid out by [`DmaLayout`], and bus addresses
+//! are offsets into it. The host code above [`DeviceHandle`] cannot tell this from VFIO.
 
-use crate::abi;
-use crate::device::{Device, DmaLayout, OpenError};
+use crate::handle::{DeviceHandle, DmaLayout, OpenError};
 use crate::mmio::Region;
+use fairshare_abi as abi;
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
@@ -34,7 +34,7 @@ pub fn create(path: &Path, max_users: usize) -> std::io::Result<(File, Region, R
 }
 
 /// Opens the device served by `fairshare device-sim --shm PATH`.
-pub fn open(path: &Path) -> Result<Device, OpenError> {
+pub fn open(path: &Path) -> Result<DeviceHandle, OpenError> {
     let shown = path.display().to_string();
     let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => OpenError::NotFound(format!(
@@ -59,5 +59,5 @@ pub fn open(path: &Path) -> Result<Device, OpenError> {
     }
     let dma = Region::map_file(&file, BAR_WINDOW as u64, DmaLayout::for_users(max_users).total)
         .map_err(|e| OpenError::Io { what: format!("mapping {shown}"), source: e })?;
-    Device::attach(bar, dma, 0, format!("emulator:{shown}"), None)
+    DeviceHandle::attach(bar, dma, 0, format!("emulator:{shown}"), None)
 }

@@ -1,14 +1,14 @@
 //! The VFIO backend: a fairshare device bound to `vfio-pci`. Opens the container,
 //! group and device, maps BAR0 (checking its size and mmap flag), maps a DMA buffer
-//! through the IOMMU at [`IOVA_BASE`], and hands both to [`Device`].
+//! through the IOMMU at [`IOVA_BASE`], and hands both to [`DeviceHandle`].
 //!
 //! Not tested on a real FPGA (none is attached to the machines this is built on): the
 //! address parsing, the region checks and every error path before the first ioctl are
 //! tested here; past that point the code follows the kernel's VFIO API.
 
-use crate::abi;
-use crate::device::{Device, DmaLayout, OpenError};
+use crate::handle::{DeviceHandle, DmaLayout, OpenError};
 use crate::mmio::Region;
+use fairshare_abi as abi;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,12 +77,12 @@ fn io_error(what: String, e: std::io::Error, path: &Path) -> OpenError {
 }
 
 /// Opens the fairshare device at `address` through VFIO.
-pub fn open(address: &str) -> Result<Device, OpenError> {
+pub fn open(address: &str) -> Result<DeviceHandle, OpenError> {
     open_with(address, Path::new(CONTAINER))
 }
 
 /// [`open`] with another container path (tests).
-pub fn open_with(address: &str, container_path: &Path) -> Result<Device, OpenError> {
+pub fn open_with(address: &str, container_path: &Path) -> Result<DeviceHandle, OpenError> {
     let sysfs = sysfs_path(address)?;
     if !container_path.exists() {
         return Err(OpenError::NoVfio { path: container_path.display().to_string() });
@@ -117,7 +117,7 @@ pub fn open_with(address: &str, container_path: &Path) -> Result<Device, OpenErr
         what: format!("mapping the DMA buffer through the IOMMU: {e}"),
         source: std::io::Error::last_os_error(),
     })?;
-    Device::attach(bar, dma, IOVA_BASE, format!("vfio:{address}"), Some(Box::new((device, container))))
+    DeviceHandle::attach(bar, dma, IOVA_BASE, format!("vfio:{address}"), Some(Box::new((device, container))))
 }
 
 #[cfg(test)]

@@ -1,55 +1,105 @@
 //! The engine shapes this build provides, behind one object-safe interface, so that
-//! the CLI and the host library can pick lanes and capacity at run time.
+//! the CLI, the emulator and the host library can pick lanes and capacity at run time.
 //!
 //! Shapes: `P` in {1, 2, 4, 8, 16, 32} lanes and a capacity of 64, 256, 1,024 or
 //! 4,096 users (`2^A` rows per lane bank). A pool of `n` users runs on the smallest
 //! capacity that holds it; the engine's `n_users` register is set to `n`, so cycles
 //! depend on `n`, not on the capacity.
+//!
+//! Every shape is an [`Accelerator`] (the `rtl-sim` backend is one, in process), and so
+//! is its software model, [`SoftwareEngine`]; [`SimulatedEngine`] adds what the
+//! emulator and the Verilog export need.
 
-use crate::testbench::{EngineError, EngineResult, EngineSim};
+use crate::engine_sim::EngineSim;
 use crate::verilog::{device_shell, device_verilog, engine_shell, engine_verilog};
+use fairshare_abi::{self as abi, Accelerator, DeviceError, Limits, Mode, QuantumOutput};
 
 /// Capacities (users) of the shapes in this build.
 pub const CAPACITIES: [usize; 4] = [64, 256, 1024, 4096];
 /// Lane counts of the shapes in this build.
 pub const LANES: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
-/// A simulated engine of some shape.
-pub trait EngineDriver {
+/// What the engine catalog cannot do.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HdlError {
+    /// No engine of that shape in this build.
+    #[error("{0}")]
+    Shape(String),
+    /// RustHDL's checks refused the design, so no Verilog was generated.
+    #[error("{0}")]
+    Verilog(String),
+    /// A simulated quantum was refused by the engine or differs from the software.
+    #[error("quantum {quantum}: {detail}")]
+    Quantum {
+        /// The quantum (from 0).
+        quantum: usize,
+        /// What happened.
+        detail: String,
+    },
+}
+
+/// A simulated engine of some shape: an [`Accelerator`] with rows, lanes and Verilog.
+pub trait SimulatedEngine: Accelerator {
     /// Lanes `P`.
     fn lanes(&self) -> usize;
     /// Most users, `P x 2^A`.
     fn capacity(&self) -> usize;
-    /// Writes the credits of users `0 .. credits.len()`.
-    fn write_credits(&mut self, credits: &[u32]);
-    /// Reads the credits of users `0 .. n`.
-    fn read_credits(&mut self, n: usize) -> Vec<u32>;
     /// Writes the `P` balances of row `row` (users `row * P ..`).
     fn write_row(&mut self, row: usize, words: &[u32]);
     /// Reads the `P` balances of row `row`.
     fn read_row(&mut self, row: usize) -> Vec<u32>;
-    /// Runs one quantum (mode 0 Karma, 1 max-min, 2 strict).
-    fn quantum(&mut self, mode: u8, fair: u32, guaranteed: u32, demand: &[u32]) -> Result<EngineResult, EngineError>;
     /// The Verilog of this shape's engine (module `top`) and its wide-port shell
     /// (`engine_shell`).
-    fn verilog(&self) -> Result<(String, String), String>;
-    /// The Verilog of this shape's device top level (engine, AXI4-Lite registers,
+    fn verilog(&self) -> Result<(String, String), HdlError>;
+    /// The Verilog of this shape's AXI top level (engine, AXI4-Lite registers,
     /// AXI-Stream ports; module `top`) and its shell (`fairshare_device`).
-    fn device_verilog(&self) -> Result<(String, String), String>;
+    fn device_verilog(&self) -> Result<(String, String), HdlError>;
 }
 
-impl<const P: usize, const A: usize> EngineDriver for EngineSim<P, A> {
+fn too_many(n: usize, capacity: usize) -> DeviceError {
+    DeviceError::Unsupported(format!("{n} users; the engine holds {capacity}"))
+}
+
+impl<const P: usize, const A: usize> Accelerator for EngineSim<P, A> {
+    fn label(&self) -> String {
+        format!("rtl-sim ({P} lanes, {} users)", crate::engine::Engine::<P, A>::MAX_USERS)
+    }
+    fn limits(&self) -> Limits {
+        Limits { max_users: crate::engine::Engine::<P, A>::MAX_USERS, modes: abi::ALL_MODES }
+    }
+    fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceError> {
+        let capacity = crate::engine::Engine::<P, A>::MAX_USERS;
+        if credits.len() > capacity {
+            return Err(too_many(credits.len(), capacity));
+        }
+        EngineSim::write_credits(self, credits);
+        Ok(())
+    }
+    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
+        let capacity = crate::engine::Engine::<P, A>::MAX_USERS;
+        if n > capacity {
+            return Err(too_many(n, capacity));
+        }
+        Ok(EngineSim::read_credits(self, n))
+    }
+    fn quantum(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<QuantumOutput, DeviceError> {
+        EngineSim::quantum(self, mode.word() as u8, fair, guaranteed, demand)
+            .map_err(|e| DeviceError::Refused { code: e.0 })
+    }
+}
+
+impl<const P: usize, const A: usize> SimulatedEngine for EngineSim<P, A> {
     fn lanes(&self) -> usize {
         P
     }
     fn capacity(&self) -> usize {
         crate::engine::Engine::<P, A>::MAX_USERS
-    }
-    fn write_credits(&mut self, credits: &[u32]) {
-        EngineSim::write_credits(self, credits)
-    }
-    fn read_credits(&mut self, n: usize) -> Vec<u32> {
-        EngineSim::read_credits(self, n)
     }
     fn write_row(&mut self, row: usize, words: &[u32]) {
         EngineSim::write_row(self, row, words)
@@ -57,25 +107,22 @@ impl<const P: usize, const A: usize> EngineDriver for EngineSim<P, A> {
     fn read_row(&mut self, row: usize) -> Vec<u32> {
         EngineSim::read_row(self, row)
     }
-    fn quantum(&mut self, mode: u8, fair: u32, guaranteed: u32, demand: &[u32]) -> Result<EngineResult, EngineError> {
-        EngineSim::quantum(self, mode, fair, guaranteed, demand)
-    }
-    fn verilog(&self) -> Result<(String, String), String> {
+    fn verilog(&self) -> Result<(String, String), HdlError> {
         Ok((engine_verilog::<P, A>()?, engine_shell::<P, A>()))
     }
-    fn device_verilog(&self) -> Result<(String, String), String> {
+    fn device_verilog(&self) -> Result<(String, String), HdlError> {
         Ok((device_verilog::<P, A>()?, device_shell::<P>()))
     }
 }
 
 /// The capacity of the smallest shape of `lanes` lanes that holds `users` users, or an
 /// error that lists what this build offers.
-pub fn engine_capacity(lanes: usize, users: usize) -> Result<usize, String> {
+pub fn engine_capacity(lanes: usize, users: usize) -> Result<usize, HdlError> {
     let Some(&capacity) = CAPACITIES.iter().find(|&&c| c >= users && users > 0) else {
-        return Err(format!("{users} users: this build's engines hold 1 to {} users", CAPACITIES[3]));
+        return Err(HdlError::Shape(format!("{users} users: this build's engines hold 1 to {} users", CAPACITIES[3])));
     };
     if !LANES.contains(&lanes) {
-        return Err(format!("{lanes} lanes: this build's engines have {:?} lanes", LANES));
+        return Err(HdlError::Shape(format!("{lanes} lanes: this build's engines have {:?} lanes", LANES)));
     }
     Ok(capacity)
 }
@@ -83,29 +130,28 @@ pub fn engine_capacity(lanes: usize, users: usize) -> Result<usize, String> {
 /// Runs equal-share Karma quanta (fair share `f`, guaranteed `g`, every user starting
 /// with `initial_credits`) through a fresh simulated engine of `lanes` lanes, checks every
 /// quantum's allocations and credits against the software ([`crate::oracle`]), and
-/// returns the engine's cycles (its `cycles` status register) for each quantum. Demands above the device's limit are
-/// clipped to it. The error names the quantum that the engine refused or got wrong.
+/// returns the engine's cycles (its `cycles` status register) for each quantum. Demands
+/// above the device's limit are clipped to it. The error names the quantum that the
+/// engine refused or got wrong.
 pub fn karma_cycles(
     lanes: usize,
     f: u32,
     g: u32,
     initial_credits: u32,
     demands: &[Vec<u64>],
-) -> Result<Vec<u32>, String> {
+) -> Result<Vec<u32>, HdlError> {
     let users = demands.first().map_or(0, Vec::len);
     let mut engine = engine(lanes, users)?;
-    const KARMA: u8 = fairshare_driver::abi::mode::KARMA as u8;
+    let fail = |quantum: usize, detail: String| HdlError::Quantum { quantum, detail };
     let mut credits = vec![initial_credits; users];
-    engine.write_credits(&credits);
+    engine.write_credits(&credits).map_err(|e| fail(0, e.to_string()))?;
     let mut cycles = Vec::with_capacity(demands.len());
     for (q, d) in demands.iter().enumerate() {
-        let demand: Vec<u32> = d.iter().map(|&x| x.min(fairshare::offload::DEVICE_MAX) as u32).collect();
-        let got = engine.quantum(KARMA, f, g, &demand).map_err(|e| {
-            format!("quantum {q}: the engine refused it: {}", fairshare_driver::abi::status::describe(e.0))
-        })?;
-        let want = crate::oracle::expected(KARMA, f, g, &credits, &demand).map_err(|e| format!("quantum {q}: {e}"))?;
+        let demand: Vec<u32> = d.iter().map(|&x| x.min(abi::WORD_MAX) as u32).collect();
+        let got = engine.quantum(Mode::Karma, f, g, &demand).map_err(|e| fail(q, e.to_string()))?;
+        let want = crate::oracle::expected(Mode::Karma, f, g, &credits, &demand).map_err(|e| fail(q, e))?;
         if (&got.alloc, &got.credits) != (&want.0, &want.1) {
-            return Err(format!("quantum {q}: the engine's result differs from the software"));
+            return Err(fail(q, "the engine's result differs from the software".into()));
         }
         credits = got.credits;
         cycles.push(got.cycles);
@@ -115,13 +161,13 @@ pub fn karma_cycles(
 
 /// A fresh simulated engine with `lanes` lanes that holds `users` users, or an error
 /// that lists what this build offers.
-pub fn engine(lanes: usize, users: usize) -> Result<Box<dyn EngineDriver>, String> {
+pub fn engine(lanes: usize, users: usize) -> Result<Box<dyn SimulatedEngine>, HdlError> {
     let capacity = engine_capacity(lanes, users)?;
     macro_rules! shapes {
         ($(($p:literal, $cap:literal, $a:literal)),* $(,)?) => {
             match (lanes, capacity) {
                 $(($p, $cap) => Ok(Box::new(EngineSim::<$p, $a>::new())),)*
-                _ => Err(format!("{lanes} lanes: this build's engines have {:?} lanes", LANES)),
+                _ => Err(HdlError::Shape(format!("{lanes} lanes: this build's engines have {:?} lanes", LANES))),
             }
         };
     }
@@ -154,7 +200,8 @@ pub fn engine(lanes: usize, users: usize) -> Result<Box<dyn EngineDriver>, Strin
 }
 
 /// The software stand-in for an engine of `lanes` lanes and `capacity` users: the same
-/// interface, the same status codes for bad configurations, results from
+/// interface, the same status codes for what does not fit (the ABI's admission rule,
+/// [`fairshare_abi::admit`], which the RTL implements in hardware), results from
 /// [`crate::oracle::expected`]. Used by the emulator when cycle accuracy is not wanted.
 pub struct SoftwareEngine {
     lanes: usize,
@@ -166,20 +213,65 @@ impl SoftwareEngine {
     pub fn new(lanes: usize, capacity: usize) -> Self {
         SoftwareEngine { lanes, credits: vec![0; capacity] }
     }
+
+    /// One quantum with the mode as the register word holds it (any value, as the
+    /// hardware sees it): refused with the admission rule's status code, or computed.
+    pub fn quantum_word(
+        &mut self,
+        mode_word: u32,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<QuantumOutput, DeviceError> {
+        let n = demand.len();
+        // More users than balances: the admission rule refuses before it reads any.
+        let before = self.credits.get(..n).unwrap_or(&[]);
+        abi::admit(&self.limits(), mode_word, fair as u64, guaranteed as u64, before, demand)
+            .map_err(|r| DeviceError::Refused { code: r.code })?;
+        let Some(mode) = Mode::from_word(mode_word) else {
+            return Err(DeviceError::Refused { code: abi::status::MODE });
+        };
+        // Past admission the software accepts the quantum and its balances stay below
+        // 2^31; were one not to fit a word after all, CREDIT is what it would be.
+        let (alloc, credits) = crate::oracle::expected(mode, fair, guaranteed, before, demand)
+            .map_err(|_| DeviceError::Refused { code: abi::status::CREDIT })?;
+        self.credits[..n].copy_from_slice(&credits);
+        Ok(QuantumOutput { alloc, credits, cycles: 0 })
+    }
 }
 
-impl EngineDriver for SoftwareEngine {
+impl Accelerator for SoftwareEngine {
+    fn label(&self) -> String {
+        format!("engine model ({} lanes, {} users)", self.lanes, self.credits.len())
+    }
+    fn limits(&self) -> Limits {
+        Limits { max_users: self.credits.len(), modes: abi::ALL_MODES }
+    }
+    fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceError> {
+        let capacity = self.credits.len();
+        self.credits.get_mut(..credits.len()).ok_or(too_many(credits.len(), capacity))?.copy_from_slice(credits);
+        Ok(())
+    }
+    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
+        Ok(self.credits.get(..n).ok_or(too_many(n, self.credits.len()))?.to_vec())
+    }
+    fn quantum(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<QuantumOutput, DeviceError> {
+        self.quantum_word(mode.word(), fair, guaranteed, demand)
+    }
+}
+
+impl SimulatedEngine for SoftwareEngine {
     fn lanes(&self) -> usize {
         self.lanes
     }
     fn capacity(&self) -> usize {
         self.credits.len()
-    }
-    fn write_credits(&mut self, credits: &[u32]) {
-        self.credits[..credits.len()].copy_from_slice(credits);
-    }
-    fn read_credits(&mut self, n: usize) -> Vec<u32> {
-        self.credits[..n].to_vec()
     }
     fn write_row(&mut self, row: usize, words: &[u32]) {
         for (lane, &w) in words.iter().enumerate().take(self.lanes) {
@@ -191,99 +283,10 @@ impl EngineDriver for SoftwareEngine {
     fn read_row(&mut self, row: usize) -> Vec<u32> {
         (0..self.lanes).map(|lane| self.credits.get(row * self.lanes + lane).copied().unwrap_or(0)).collect()
     }
-    fn quantum(&mut self, mode: u8, fair: u32, guaranteed: u32, demand: &[u32]) -> Result<EngineResult, EngineError> {
-        use fairshare_driver::abi::status;
-        // The engine's checks, in the engine's order (see `engine.rs`, Idle and Plan).
-        let n = demand.len();
-        let limit = fairshare::offload::DEVICE_MAX + 1;
-        let (f, g) = (fair as u64, guaranteed as u64);
-        let early = if n == 0 || n > self.credits.len() {
-            Some(status::USERS)
-        } else if g > f {
-            Some(status::GUARANTEED)
-        } else if f == 0 || f >= limit {
-            Some(status::CAPACITY)
-        } else if mode > 2 {
-            Some(status::MODE)
-        } else {
-            None
-        };
-        if let Some(code) = early {
-            return Err(EngineError(code));
-        }
-        let karma = mode as u32 == fairshare_driver::abi::mode::KARMA;
-        let credit_error = karma
-            && demand.iter().zip(&self.credits[..n]).any(|(&d, &c)| {
-                let (c, d, c1) = (c as u64, d as u64, c as u64 + f - g);
-                c >= limit || c1 >= limit || (d < g && c1 + (g - d) >= limit)
-            });
-        let demand_error = demand.iter().any(|&d| d as u64 >= limit);
-        let capacity_error = mode as u32 != fairshare_driver::abi::mode::STRICT && n as u64 * f >= limit;
-        if credit_error {
-            return Err(EngineError(status::CREDIT));
-        } else if demand_error {
-            return Err(EngineError(status::DEMAND));
-        } else if capacity_error {
-            return Err(EngineError(status::CAPACITY));
-        }
-        let before = &self.credits[..n];
-        // Past the checks above the software accepts the quantum and its balances stay
-        // below 2^31; were one not to fit a word after all, CREDIT is what it would be.
-        let (alloc, credits) =
-            crate::oracle::expected(mode, fair, guaranteed, before, demand).map_err(|_| EngineError(status::CREDIT))?;
-        self.credits[..n].copy_from_slice(&credits);
-        Ok(EngineResult { alloc, credits, cycles: 0 })
+    fn verilog(&self) -> Result<(String, String), HdlError> {
+        Err(HdlError::Verilog("the software model has no Verilog".into()))
     }
-    fn verilog(&self) -> Result<(String, String), String> {
-        Err("the software model has no Verilog".into())
-    }
-    fn device_verilog(&self) -> Result<(String, String), String> {
-        Err("the software model has no Verilog".into())
-    }
-}
-
-/// A simulated engine as an offload device (the `rtl-sim` backend): every quantum is
-/// computed cycle by cycle by the RustHDL model.
-pub struct RtlAccelerator {
-    engine: Box<dyn EngineDriver>,
-}
-
-impl RtlAccelerator {
-    /// The smallest engine of `lanes` lanes that holds `users` users.
-    pub fn new(lanes: usize, users: usize) -> Result<Self, String> {
-        Ok(RtlAccelerator { engine: engine(lanes, users)? })
-    }
-}
-
-impl fairshare::offload::Accelerator for RtlAccelerator {
-    fn label(&self) -> String {
-        format!("rtl-sim ({} lanes, {} users)", self.engine.lanes(), self.engine.capacity())
-    }
-    fn max_users(&self) -> usize {
-        self.engine.capacity()
-    }
-    fn write_credits(&mut self, credits: &[u32]) -> Result<(), String> {
-        self.engine.write_credits(credits);
-        Ok(())
-    }
-    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, String> {
-        Ok(self.engine.read_credits(n))
-    }
-    fn quantum(
-        &mut self,
-        policy: fairshare::Policy,
-        fair: u32,
-        guaranteed: u32,
-        demand: &[u32],
-    ) -> Result<(Vec<u32>, Vec<u32>), String> {
-        let mode = fairshare_driver::device::mode_of(policy) as u8;
-        let r = self.engine.quantum(mode, fair, guaranteed, demand).map_err(|e| {
-            format!(
-                "the engine refused the quantum: status code {} ({})",
-                e.0,
-                fairshare_driver::abi::status::describe(e.0)
-            )
-        })?;
-        Ok((r.alloc, r.credits))
+    fn device_verilog(&self) -> Result<(String, String), HdlError> {
+        Err(HdlError::Verilog("the software model has no Verilog".into()))
     }
 }

@@ -15,14 +15,15 @@
 //! Cycles per quantum: `2R + 1` (LOAD) `+ 2` (PLAN) `+ passes (R + 3)` `+ 2R + 2`
 //! (FINAL, when the result stream never stalls), where `R = ceil(n / P)` rows.
 
-use crate::engine_lane::EngineLane;
-use crate::lane::PROBES;
+use crate::count_lane::PROBES;
+use crate::lane::EngineLane;
 use crate::search::SearchUnit;
 use rust_hdl::prelude::*;
 
-/// Status codes of the `error` output: the device ABI's (`fairshare_driver::abi::status`);
+use fairshare_abi as abi;
+/// Status codes of the `error` output: the device ABI's (`fairshare_abi::status`);
 /// the engine's tests check that the block reports exactly these.
-pub use fairshare_driver::abi::status as error_code;
+pub use fairshare_abi::status as error_code;
 
 /// FSM states.
 #[derive(Copy, Clone, PartialEq, Debug, LogicState)]
@@ -133,6 +134,15 @@ pub struct Engine<const P: usize, const A: usize> {
     lane_count: Constant<Bits<32>>,
     max: Constant<Bits<32>>,
     limit: Constant<Bits<32>>,
+    mode_karma: Constant<Bits<2>>,
+    mode_maxmin: Constant<Bits<2>>,
+    mode_strict: Constant<Bits<2>>,
+    code_users: Constant<Bits<4>>,
+    code_guaranteed: Constant<Bits<4>>,
+    code_demand: Constant<Bits<4>>,
+    code_credit: Constant<Bits<4>>,
+    code_capacity: Constant<Bits<4>>,
+    code_mode: Constant<Bits<4>>,
 }
 
 impl<const P: usize, const A: usize> Default for Engine<P, A> {
@@ -203,7 +213,16 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             n_max: Constant::new(Bits::<32>::from(Self::MAX_USERS as u64)),
             lane_count: Constant::new(Bits::<32>::from(P as u64)),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
-            limit: Constant::new(Bits::<32>::from(0x8000_0000_u64)),
+            limit: Constant::new(Bits::<32>::from(abi::WORD_LIMIT)),
+            mode_karma: Constant::new(Bits::<2>::from(abi::mode::KARMA as u64)),
+            mode_maxmin: Constant::new(Bits::<2>::from(abi::mode::MAXMIN as u64)),
+            mode_strict: Constant::new(Bits::<2>::from(abi::mode::STRICT as u64)),
+            code_users: Constant::new(Bits::<4>::from(abi::status::USERS as u64)),
+            code_guaranteed: Constant::new(Bits::<4>::from(abi::status::GUARANTEED as u64)),
+            code_demand: Constant::new(Bits::<4>::from(abi::status::DEMAND as u64)),
+            code_credit: Constant::new(Bits::<4>::from(abi::status::CREDIT as u64)),
+            code_capacity: Constant::new(Bits::<4>::from(abi::status::CAPACITY as u64)),
+            code_mode: Constant::new(Bits::<4>::from(abi::status::MODE as u64)),
         }
     }
 }
@@ -268,7 +287,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         }
         self.last_row.next = self.user_base.q.val() + self.lane_count.val() >= self.cfg_n.q.val();
         // The pool size must fit the data path (strict partitioning never adds it up).
-        self.capacity_refused.next = (self.cfg_mode.q.val() != 2) & (self.capacity.q.val() >= self.limit.val());
+        self.capacity_refused.next =
+            (self.cfg_mode.q.val() != self.mode_strict.val()) & (self.capacity.q.val() >= self.limit.val());
 
         // Lanes: shared controls, then the chains from lane to lane.
         for i in 0..P {
@@ -396,16 +416,16 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.shared.d.next = 0.into();
                     self.lane_errors.d.next = 0.into();
                     if (self.n_users.val() == 0) | (self.n_users.val() > self.n_max.val()) {
-                        self.err_code.d.next = 1.into();
+                        self.err_code.d.next = self.code_users.val();
                         self.done_flag.d.next = true;
                     } else if self.guaranteed.val() > self.fair.val() {
-                        self.err_code.d.next = 2.into();
+                        self.err_code.d.next = self.code_guaranteed.val();
                         self.done_flag.d.next = true;
                     } else if (self.fair.val() == 0) | (self.fair.val() >= self.limit.val()) {
-                        self.err_code.d.next = 5.into();
+                        self.err_code.d.next = self.code_capacity.val();
                         self.done_flag.d.next = true;
-                    } else if self.mode.val() == 3 {
-                        self.err_code.d.next = 6.into();
+                    } else if self.mode.val() > self.mode_strict.val() {
+                        self.err_code.d.next = self.code_mode.val();
                         self.done_flag.d.next = true;
                     } else {
                         self.state.d.next = Phase::LoadWait;
@@ -448,26 +468,26 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.search_a.load_target.next = true;
                 self.search_b.load_target.next = true;
                 self.state.d.next = Phase::Init;
-                if self.cfg_mode.q.val() == 0 {
+                if self.cfg_mode.q.val() == self.mode_karma.val() {
                     self.search_a.target.next = self.borrow.val();
                     self.search_b.target.next = self.total_b.q.val();
                     if self.borrow.val() < self.total_b.q.val() {
                         self.search_b.target.next = self.borrow.val();
                     }
                 }
-                if self.cfg_mode.q.val() == 1 {
+                if self.cfg_mode.q.val() == self.mode_maxmin.val() {
                     self.search_b.target.next = self.total_b.q.val();
                     if self.capacity.q.val() < self.total_b.q.val() {
                         self.search_b.target.next = self.capacity.q.val();
                     }
                 }
                 if self.capacity_refused.val() {
-                    self.err_code.d.next = 5.into();
+                    self.err_code.d.next = self.code_capacity.val();
                 }
                 if self.lane_errors.q.val() != 0 {
-                    self.err_code.d.next = 3.into();
+                    self.err_code.d.next = self.code_demand.val();
                     if (self.lane_errors.q.val() & 2) != 0 {
-                        self.err_code.d.next = 4.into();
+                        self.err_code.d.next = self.code_credit.val();
                     }
                 }
                 if self.capacity_refused.val() | (self.lane_errors.q.val() != 0) {

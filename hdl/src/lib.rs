@@ -1,18 +1,30 @@
 //! # fairshare-hdl: the allocation engine
 //!
 //! The hardware block that computes one quantum of Karma (equal shares), periodic
-//! max-min and strict partitioning, bit for bit as the software policies of
-//! `host-lib` do: per-user state in on-chip RAM streamed through `P` parallel lanes,
-//! radix searches for the borrower and donor thresholds, a final pass that writes
-//! allocations and credits; written in RustHDL and exported as Verilog.
+//! max-min and strict partitioning, bit for bit as the software policies of the host
+//! library do: per-user state in on-chip RAM streamed through `P` parallel lanes, radix
+//! searches for the borrower and donor thresholds, a final pass that writes allocations
+//! and credits; written in RustHDL and exported as Verilog.
+//!
+//! Blocks (each a struct of signals with one `update`): [`count_lane`] (a lane's
+//! counting primitive), [`lane`] (one engine lane: RAM banks, keys, results),
+//! [`search`] (the radix threshold search), [`engine`] (the engine), [`axi_top`] (the
+//! engine behind AXI4-Lite registers and AXI-Stream ports). Drivers: [`engine_sim`]
+//! (the engine cycle by cycle, an `Accelerator`), [`bus_testbench`] (an AXI master and
+//! stream agents for the top level). [`catalog`] picks a shape at run time;
+//! [`verilog`] exports it; [`oracle`] is what the engine must compute.
+//!
+//! Takes its constants (register map, modes, status codes, word limit, admission) from
+//! `fairshare-abi` and its expected results from the host library's policies; must not
+//! depend on the driver, the emulator or anything above them.
 
+pub mod axi_top;
+pub mod bus_testbench;
 pub mod catalog;
-pub mod device;
-pub mod device_sim;
+pub mod count_lane;
 pub mod engine;
-pub mod engine_lane;
+pub mod engine_sim;
 pub mod lane;
 pub mod oracle;
 pub mod search;
-pub mod testbench;
 pub mod verilog;

@@ -3,15 +3,15 @@
 //! engine's tests, `fairshare hdl cycles` and the `rtl-sim` checks all compare against
 //! this one function.
 
-use crate::engine_lane::mode;
 use fairshare::policy::{karma, maxmin, strict};
 use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
+use fairshare_abi::Mode;
 
-/// Allocations and credits after the quantum, per user, for `mode` (see
-/// [`mode`]), fair share `fair`, guaranteed share `guaranteed` and the credits before.
+/// Allocations and credits after the quantum, per user, for `mode`, fair share
+/// `fair`, guaranteed share `guaranteed` and the credits before.
 /// An error names what does not fit the engine's units (never a silent truncation).
 pub fn expected(
-    quantum_mode: u8,
+    mode: Mode,
     fair: u32,
     guaranteed: u32,
     credits: &[u32],
@@ -22,14 +22,13 @@ pub fn expected(
     let params = KarmaParams::from_config(&config).map_err(|e| e.to_string())?;
     let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
     let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_int(x as i64).unwrap_or(Credits::MAX)).collect();
-    let (alloc, after) = match quantum_mode as u32 {
-        mode::KARMA => {
+    let (alloc, after) = match mode {
+        Mode::Karma => {
             let out = karma::batched(&params, &d, &c).map_err(|e| e.to_string())?;
             (out.alloc, out.credits)
         }
-        mode::MAXMIN => (maxmin::batched(&params.fair_share, params.capacity, &d), c),
-        mode::STRICT => (strict::allocate(&params.fair_share, &d), c),
-        other => return Err(format!("mode {other} is not a policy")),
+        Mode::MaxMin => (maxmin::batched(&params.fair_share, params.capacity, &d), c),
+        Mode::Strict => (strict::allocate(&params.fair_share, &d), c),
     };
     let word = |x: i64| u32::try_from(x).map_err(|_| format!("software value {x} does not fit 32 bits"));
     Ok((

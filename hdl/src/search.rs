@@ -2,7 +2,7 @@
 //! `target`-th smallest key, narrowed by four each pass from the counts at three probes.
 //! The engine has two (Karma's borrowers and donors; max-min uses one).
 
-use crate::lane::PROBES;
+use crate::count_lane::PROBES;
 use rust_hdl::prelude::*;
 
 /// A radix-4 threshold search. Invariant while active: fewer than `target` keys lie

@@ -1,14 +1,15 @@
 //! Verilog export of the engine (the top module is `top`).
 
+use crate::catalog::HdlError;
 use crate::engine::Engine;
 use rust_hdl::prelude::*;
 
 /// The Verilog of an engine with `P` lanes and `2^A` rows, after RustHDL's checks
 /// (connectivity, logic loops, writes to inputs).
-pub fn engine_verilog<const P: usize, const A: usize>() -> Result<String, String> {
+pub fn engine_verilog<const P: usize, const A: usize>() -> Result<String, HdlError> {
     let mut uut = Engine::<P, A>::new();
     uut.connect_all();
-    check_all(&uut).map_err(|e| format!("the engine fails RustHDL's checks: {e:?}"))?;
+    check_all(&uut).map_err(|e| HdlError::Verilog(format!("the engine fails RustHDL's checks: {e:?}")))?;
     Ok(generate_verilog(&uut))
 }
 
@@ -54,12 +55,12 @@ pub fn engine_shell<const P: usize, const A: usize>() -> String {
     )
 }
 
-/// The Verilog of the device top level ([`crate::device::Device`]: engine, AXI4-Lite
+/// The Verilog of the device top level ([`crate::axi_top::AxiTop`]: engine, AXI4-Lite
 /// registers, AXI-Stream ports) with `P` lanes and `2^A` rows; the top module is `top`.
-pub fn device_verilog<const P: usize, const A: usize>() -> Result<String, String> {
-    let mut uut = crate::device::Device::<P, A>::new();
+pub fn device_verilog<const P: usize, const A: usize>() -> Result<String, HdlError> {
+    let mut uut = crate::axi_top::AxiTop::<P, A>::new();
     uut.connect_all();
-    check_all(&uut).map_err(|e| format!("the device fails RustHDL's checks: {e:?}"))?;
+    check_all(&uut).map_err(|e| HdlError::Verilog(format!("the AXI top level fails RustHDL's checks: {e:?}")))?;
     Ok(generate_verilog(&uut))
 }
 
@@ -107,7 +108,7 @@ pub fn device_shell<const P: usize>() -> String {
         ports.push(format!(".\\m_axis_alloc${lane} (m_axis_tdata[{}:{}])", 64 * lane + 31, 64 * lane));
         ports.push(format!(".\\m_axis_credit${lane} (m_axis_tdata[{}:{}])", 64 * lane + 63, 64 * lane + 32));
     }
-    let a = crate::device::ADDR_BITS - 1;
+    let a = crate::axi_top::ADDR_BITS - 1;
     format!(
         "module fairshare_device(\n  input wire clock,\n  \
          input wire s_axil_awvalid, output wire s_axil_awready, input wire [{a}:0] s_axil_awaddr,\n  \

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{cycles_without_search, random_pool, random_quantum, software};
-use fairshare_hdl::testbench::EngineSim;
+use fairshare_hdl::engine_sim::EngineSim;
 
 /// The paper's worked example (`vectors/karma_paper.json`, figure 3) on the engine,
 /// credits carried by the engine itself from quantum to quantum.
@@ -138,12 +138,14 @@ fn near_the_32_bit_limits() {
     assert_eq!((got.alloc, got.credits), (alloc, after));
 }
 
-/// The emulator's software model answers exactly as the RTL does, refusals included:
-/// random configurations with edge values (too many users, g above f, words at 2^31,
-/// balances near 2^31, mode 3).
+/// The RTL implements the ABI's admission rule exactly: the software model (the rule,
+/// `fairshare_abi::admit`, then the oracle) answers as the RTL does, refusals and their
+/// status codes included: random configurations with edge values (too many users, g
+/// above f, words at 2^31, balances near 2^31, mode 3).
 #[test]
 fn software_model_matches_the_engine_including_refusals() {
-    use fairshare_hdl::catalog::{EngineDriver, SoftwareEngine};
+    use fairshare_abi::{Accelerator, DeviceError};
+    use fairshare_hdl::catalog::SoftwareEngine;
     use rand::Rng;
     let mut rng = ChaCha8Rng::seed_from_u64(99);
     let (mut refused, mut served) = (0, 0);
@@ -164,11 +166,18 @@ fn software_model_matches_the_engine_including_refusals() {
         let demand: Vec<u32> = (0..n).map(|_| edge(&mut rng, 20)).collect();
         let held = n.min(16); // 17 users: refused, and only 16 balances exist
         rtl.write_credits(&credits[..held]);
-        EngineDriver::write_credits(&mut sw, &credits[..held]);
-        let a = rtl.quantum(mode, f, g, &demand).map(|r| (r.alloc, r.credits));
-        let b = EngineDriver::quantum(&mut sw, mode, f, g, &demand).map(|r| (r.alloc, r.credits));
+        Accelerator::write_credits(&mut sw, &credits[..held]).unwrap();
+        let a = rtl.quantum(mode, f, g, &demand).map(|r| (r.alloc, r.credits)).map_err(|e| e.0);
+        let b = sw.quantum_word(mode as u32, f, g, &demand).map(|r| (r.alloc, r.credits)).map_err(|e| match e {
+            DeviceError::Refused { code } => code,
+            other => panic!("case {case}: the model answers with a status code, not {other}"),
+        });
         assert_eq!(a, b, "case {case}: mode {mode} n {n} f {f} g {g} credits {credits:?} demand {demand:?}");
-        assert_eq!(rtl.read_credits(held), EngineDriver::read_credits(&mut sw, held), "case {case}: credits after");
+        assert_eq!(
+            rtl.read_credits(held),
+            Accelerator::read_credits(&mut sw, held).unwrap(),
+            "case {case}: credits after"
+        );
         if a.is_err() {
             refused += 1
         } else {

@@ -134,7 +134,7 @@ fn verilog_matches_software_n64_and_n1024() {
 /// with credits restored and checkpointed through the registers, against the software.
 #[test]
 fn device_verilog_matches_the_register_map_and_software() {
-    use fairshare_driver::abi::{self, Decoded};
+    use fairshare_abi::{self as abi, Decoded};
     use fairshare_hdl::verilog::{device_shell, device_verilog};
     const P: usize = 4;
     const A: usize = 3;

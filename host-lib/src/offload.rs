@@ -4,46 +4,34 @@
 //!
 //! The [`Allocator`] inside stays the source of truth: it holds the last good credits.
 //! A device result is accepted only after it has been checked (against the software's
-//! own result in [`Verify::Full`], against the invariants of the policy in
-//! [`Verify::Checks`]); any fault, timeout or failed check drops the device for good,
-//! records why, and the quantum is answered by the software from the last good
+//! own result in [`Verify::Full`], against the policy's invariants,
+//! [`crate::policy::invariants`], in [`Verify::Checks`]); any fault, timeout or failed
+//! check drops the device for good, records why ([`Fallback`], carrying the
+//! [`DeviceError`]), and the quantum is answered by the software from the last good
 //! credits, exactly as if the device had never been used.
 //!
-//! The device computes in its units: equal shares, whole credits in 31 bits. A pool
-//! that does not fit (unequal shares, fractional or too large balances, more users
-//! than the device holds) runs on software from the start, with the reason recorded.
+//! The device computes in its units: equal shares, whole credits below 2^31. What fits
+//! is decided by the ABI's one admission rule ([`fairshare_abi::admit`]) plus what the
+//! words cannot express (unequal shares, fractional or negative balances): a pool or a
+//! quantum that does not fit runs on software, with the reason recorded.
 
 use crate::error::Result;
+use crate::policy::invariants;
 use crate::{Allocator, Credits, Policy};
+use fairshare_abi::{self as abi, Accelerator, DeviceError, Limits, Mode, QuantumOutput};
 
-/// Largest value of a device word (demands, shares, balances): 2^31 - 1.
-pub const DEVICE_MAX: u64 = (1 << 31) - 1;
+/// The device mode (`CONTROL.mode`) that computes `policy`.
+pub fn mode_of(policy: Policy) -> Mode {
+    match policy {
+        Policy::Karma => Mode::Karma,
+        Policy::MaxMin => Mode::MaxMin,
+        Policy::Strict => Mode::Strict,
+    }
+}
 
 /// A device balance (whole credits) as `Credits`.
 fn from_word(c: u32) -> Credits {
     Credits::from_int(c as i64).unwrap_or(Credits::MAX) // u32 always fits
-}
-
-/// A device that computes quanta in its units: equal shares (Algorithm 1), whole
-/// credits. A returned `Err` is a description of a fault; the offload backend stops
-/// using the device after one.
-pub trait Accelerator {
-    /// Where it is, for messages (`rtl-sim`, `emulator:PATH`, `vfio:ADDR`).
-    fn label(&self) -> String;
-    /// Most users it holds.
-    fn max_users(&self) -> usize;
-    /// Restores the balances of users `0 .. credits.len()`.
-    fn write_credits(&mut self, credits: &[u32]) -> std::result::Result<(), String>;
-    /// Checkpoints the balances of users `0 .. n`.
-    fn read_credits(&mut self, n: usize) -> std::result::Result<Vec<u32>, String>;
-    /// One quantum of `policy` with equal shares: allocations and credits after.
-    fn quantum(
-        &mut self,
-        policy: Policy,
-        fair: u32,
-        guaranteed: u32,
-        demand: &[u32],
-    ) -> std::result::Result<(Vec<u32>, Vec<u32>), String>;
 }
 
 /// A pool in device words: equal shares and whole balances.
@@ -57,34 +45,63 @@ pub struct DeviceShape {
     pub credits: Vec<u32>,
 }
 
-/// `pool` in the words of a device that holds `max_users` users, or why it does not
-/// fit: more users, unequal shares (Algorithm 2), a pool of 2^31 slices or more,
-/// fractional, negative or too large balances. The one statement of what a device can
-/// take; demands are checked per quantum against [`DEVICE_MAX`].
-pub fn device_shape(pool: &Allocator, max_users: usize) -> std::result::Result<DeviceShape, String> {
+/// `pool` in the words of a device of `limits`, or why it does not fit
+/// ([`DeviceError::Unsupported`]): unequal shares (Algorithm 2), fractional, negative or
+/// too large balances, or what the ABI's admission rule refuses (more users, a mode the
+/// device lacks, shares or a pool size beyond its words). Demands are admitted per
+/// quantum ([`admit_quantum`]).
+pub fn device_shape(pool: &Allocator, limits: &Limits) -> std::result::Result<DeviceShape, DeviceError> {
     let users = pool.users();
-    if users.len() > max_users {
-        return Err(format!("{} users; the device holds {max_users}", users.len()));
-    }
     let (f, g) = (users[0].fair_share, users[0].guaranteed);
-    if users.iter().any(|u| u.fair_share != f || u.guaranteed != g) {
-        return Err("unequal fair or guaranteed shares (Algorithm 2); the device computes equal shares only".into());
+    if let Some(u) = users.iter().find(|u| u.fair_share != f || u.guaranteed != g) {
+        return Err(DeviceError::Unsupported(format!(
+            "user `{}` has fair share {} and guaranteed share {} where user `{}` has {f} and {g}: the device computes equal shares only (Algorithm 1)",
+            u.name, u.fair_share, u.guaranteed, users[0].name
+        )));
     }
-    let capacity = pool.params().capacity;
-    if capacity > DEVICE_MAX {
-        return Err(format!("pool of {capacity} slices; device words hold at most {DEVICE_MAX}"));
+    let mode = mode_of(pool.policy()).word();
+    abi::admit_config(limits, mode, users.len(), f, g)?;
+    if mode != abi::mode::STRICT && pool.params().capacity > abi::WORD_MAX {
+        return Err(DeviceError::Unsupported(format!(
+            "a pool of {} slices; device words hold at most {}",
+            pool.params().capacity,
+            abi::WORD_MAX
+        )));
     }
     let credits = pool
         .credits()
         .iter()
-        .enumerate()
-        .map(|(u, &c)| match u32::try_from(c.floor_int()) {
-            Ok(w) if c.is_integer() && w as u64 <= DEVICE_MAX => Ok(w),
-            _ => Err(format!("user {u} has {c} credits; the device holds whole credits from 0 to {DEVICE_MAX}")),
+        .zip(users)
+        .map(|(&c, user)| match u32::try_from(c.floor_int()) {
+            Ok(w) if c.is_integer() && w as u64 <= abi::WORD_MAX => Ok(w),
+            _ => Err(DeviceError::Unsupported(format!(
+                "user `{}` has {c} credits; the device holds whole credits from 0 to {}",
+                user.name,
+                abi::WORD_MAX
+            ))),
         })
         .collect::<std::result::Result<_, _>>()?;
-    // Both shares are at most the pool size, checked above.
+    // Both shares are below the word limit, checked by the admission rule.
     Ok(DeviceShape { fair: f as u32, guaranteed: g as u32, credits })
+}
+
+/// Whether the device takes the quantum of `demand` on `pool` (the ABI's admission
+/// rule with the pool's balances), before anything is sent.
+pub fn admit_quantum(pool: &Allocator, limits: &Limits, demand: &[u64]) -> std::result::Result<(), DeviceError> {
+    let users = pool.users();
+    let (f, g) = (users[0].fair_share, users[0].guaranteed);
+    let credits: Vec<u64> = pool.credits().iter().map(|c| u64::try_from(c.floor_int()).unwrap_or(u64::MAX)).collect();
+    abi::admit(limits, mode_of(pool.policy()).word(), f, g, &credits, demand).map_err(|r| {
+        // Name the user as the pool knows it.
+        let reason = match r.reason.split_once(' ').and_then(|(_, rest)| rest.split_once(' ')) {
+            Some((index, rest)) if r.reason.starts_with("user ") => match index.parse::<usize>() {
+                Ok(u) if u < users.len() => format!("user `{}` {rest}", users[u].name),
+                _ => r.reason.clone(),
+            },
+            _ => r.reason.clone(),
+        };
+        DeviceError::Unsupported(abi::Refusal { code: r.code, reason }.to_string())
+    })
 }
 
 /// How much of a device result is checked before it is accepted.
@@ -92,23 +109,27 @@ pub fn device_shape(pool: &Allocator, max_users: usize) -> std::result::Result<D
 pub enum Verify {
     /// The software computes every quantum too; any difference is a fault.
     Full,
-    /// The result is checked against the policy's invariants only: lengths,
-    /// `min(d, g) <= alloc <= d`, the pool's capacity, and credit conservation per user
-    /// (Karma: a borrower's balance moves by exactly the free credits minus its
-    /// borrowed slices, a donor's by the free credits plus at most its unused
-    /// guaranteed slices, and donors earn no more than borrowers paid; other policies:
-    /// balances unchanged). Cheaper than [`Verify::Full`], and blind to a result that
-    /// keeps every invariant but is still wrong (say, a slice lent by the wrong donor).
+    /// The result is checked against the policy's invariants only
+    /// ([`crate::policy::invariants`]). Cheaper than [`Verify::Full`], and blind to a
+    /// result that keeps every invariant but is still wrong (say, a slice lent by the
+    /// wrong donor).
     Checks,
 }
 
 /// Why and when the device was dropped.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Fallback {
     /// Quanta completed before the switch (the quantum that failed is the next one).
     pub quantum: u64,
     /// What went wrong.
-    pub reason: String,
+    pub error: DeviceError,
+}
+
+impl std::fmt::Display for Fallback {
+    /// The one wording of a fallback, for every command and report.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "dropped after {} quanta: {}", self.quantum, self.error)
+    }
 }
 
 /// A pool served by a device, verified, with software fallback.
@@ -130,14 +151,14 @@ impl Offload {
     pub fn new(pool: Allocator, device: Box<dyn Accelerator>, verify: Verify) -> Offload {
         let label = device.label();
         let mut o = Offload { pool, device: None, label, verify, fallback: None, device_quanta: 0 };
-        match device_shape(&o.pool, device.max_users()) {
+        match device_shape(&o.pool, &device.limits()) {
             Ok(shape) => {
                 o.device = Some((device, shape.fair, shape.guaranteed));
-                if let Err(reason) = o.restore(&shape.credits) {
-                    o.drop_device(reason);
+                if let Err(e) = o.restore(&shape.credits) {
+                    o.drop_device(e);
                 }
             }
-            Err(reason) => o.drop_device(reason),
+            Err(e) => o.drop_device(e),
         }
         o
     }
@@ -148,24 +169,24 @@ impl Offload {
     }
 
     /// Writes `want` (the pool's balances in device words) to the device and reads them back.
-    fn restore(&mut self, want: &[u32]) -> std::result::Result<(), String> {
-        let (dev, _, _) = self.device.as_mut().ok_or("no device")?;
-        dev.write_credits(want).map_err(|e| format!("restoring credits: {e}"))?;
-        let got = dev.read_credits(want.len()).map_err(|e| format!("reading credits back: {e}"))?;
+    fn restore(&mut self, want: &[u32]) -> std::result::Result<(), DeviceError> {
+        let Some((dev, _, _)) = self.device.as_mut() else { return Ok(()) };
+        dev.write_credits(want)?;
+        let got = dev.read_credits(want.len())?;
         if got != want {
-            return Err("credits read back differ from those written".into());
+            return Err(DeviceError::Protocol("credits read back differ from those written".into()));
         }
         Ok(())
     }
 
     /// Stops using the device before the pool's next quantum.
-    fn drop_device(&mut self, reason: String) {
-        self.drop_device_after(self.pool.quantum(), reason);
+    fn drop_device(&mut self, error: DeviceError) {
+        self.drop_device_after(self.pool.quantum(), error);
     }
 
-    fn drop_device_after(&mut self, quantum: u64, reason: String) {
+    fn drop_device_after(&mut self, quantum: u64, error: DeviceError) {
         self.device = None;
-        self.fallback = Some(Fallback { quantum, reason });
+        self.fallback = Some(Fallback { quantum, error });
     }
 
     /// Runs one quantum (on the device while it is healthy). Errors are the software's
@@ -174,121 +195,74 @@ impl Offload {
         if self.device.is_none() || demand.len() != self.pool.users().len() {
             return self.pool.allocate(demand);
         }
-        if let Some(u) = demand.iter().position(|&d| d > DEVICE_MAX) {
-            let reason = format!("user {u} demands {} slices, beyond the device's words", demand[u]);
-            self.drop_device(reason);
+        let Some((dev, f, g)) = self.device.as_mut() else { return self.pool.allocate(demand) };
+        let (f, g) = (*f, *g);
+        if let Err(e) = admit_quantum(&self.pool, &dev.limits(), demand) {
+            self.drop_device(e);
             return self.pool.allocate(demand);
         }
+        // Admitted: every demand fits a word.
         let words: Vec<u32> = demand.iter().map(|&d| d as u32).collect();
-        let policy = self.pool.policy();
-        let q = self.pool.quantum() + 1;
-        let Some((dev, f, g)) = self.device.as_mut() else { return self.pool.allocate(demand) };
-        let (alloc, credits) = match dev.quantum(policy, *f, *g, &words) {
-            Ok(r) => r,
-            Err(fault) => {
-                self.drop_device(format!("quantum {q}: {fault}"));
+        let out = match dev.quantum(mode_of(self.pool.policy()), f, g, &words) {
+            Ok(out) if out.alloc.len() == words.len() && out.credits.len() == words.len() => out,
+            Ok(out) => {
+                let e = format!("the device returned {} results for {} users", out.alloc.len(), words.len());
+                self.drop_device(DeviceError::Protocol(e));
+                return self.pool.allocate(demand);
+            }
+            Err(e) => {
+                self.drop_device(e);
                 return self.pool.allocate(demand);
             }
         };
         match self.verify {
             Verify::Full => {
+                let q = self.pool.quantum();
                 if let Err(e) = self.pool.allocate(demand) {
                     // The device ran a quantum the software refuses: put its credits back.
                     let want: Vec<u32> = self.pool.credits().iter().map(|c| c.floor_int() as u32).collect();
-                    if let Err(reason) = self.restore(&want) {
-                        self.drop_device(format!("quantum {q}: {reason}"));
+                    if let Err(fault) = self.restore(&want) {
+                        self.drop_device(fault);
                     }
                     return Err(e);
                 }
-                if let Some(reason) = Self::compare(&alloc, &credits, self.pool.allocations(), self.pool.credits()) {
-                    self.drop_device_after(q - 1, format!("quantum {q}: {reason}"));
+                if let Some(reason) = Self::compare(&out, self.pool.allocations(), self.pool.credits()) {
+                    self.drop_device_after(q, DeviceError::Verification(reason));
                 } else {
                     self.device_quanta += 1;
                 }
                 Ok(self.pool.allocations())
             }
-            Verify::Checks => match self.check(demand, &alloc, &credits) {
-                Ok(after) => {
-                    self.pool.commit(alloc.iter().map(|&a| a as u64).collect(), after);
-                    self.device_quanta += 1;
-                    Ok(self.pool.allocations())
+            Verify::Checks => {
+                let alloc: Vec<u64> = out.alloc.iter().map(|&a| a as u64).collect();
+                let after: Vec<Credits> = out.credits.iter().map(|&c| from_word(c)).collect();
+                let (policy, params) = (self.pool.policy(), self.pool.params());
+                match invariants::check(policy, params, demand, self.pool.credits(), &alloc, &after) {
+                    Ok(()) => {
+                        self.pool.commit(alloc, after);
+                        self.device_quanta += 1;
+                        Ok(self.pool.allocations())
+                    }
+                    Err(v) => {
+                        self.drop_device(DeviceError::Verification(v.0));
+                        self.pool.allocate(demand)
+                    }
                 }
-                Err(reason) => {
-                    self.drop_device(format!("quantum {q}: {reason}"));
-                    self.pool.allocate(demand)
-                }
-            },
+            }
         }
     }
 
-    fn compare(alloc: &[u32], credits: &[u32], want_alloc: &[u64], want_credits: &[Credits]) -> Option<String> {
-        if alloc.len() != want_alloc.len() || credits.len() != want_credits.len() {
-            return Some(format!("the device returned {} results for {} users", alloc.len(), want_alloc.len()));
-        }
-        for u in 0..alloc.len() {
-            let c = from_word(credits[u]);
-            if alloc[u] as u64 != want_alloc[u] || c != want_credits[u] {
+    fn compare(out: &QuantumOutput, want_alloc: &[u64], want_credits: &[Credits]) -> Option<String> {
+        for u in 0..out.alloc.len() {
+            let c = from_word(out.credits[u]);
+            if out.alloc[u] as u64 != want_alloc[u] || c != want_credits[u] {
                 return Some(format!(
                     "the device's result differs from the software's at user {u}: allocation {} vs {}, credits {} vs {}",
-                    alloc[u], want_alloc[u], c, want_credits[u]
+                    out.alloc[u], want_alloc[u], c, want_credits[u]
                 ));
             }
         }
         None
-    }
-
-    /// The policy's invariants on a device result; the new balances if they hold.
-    fn check(&self, demand: &[u64], alloc: &[u32], credits: &[u32]) -> std::result::Result<Vec<Credits>, String> {
-        let n = demand.len();
-        if alloc.len() != n || credits.len() != n {
-            return Err(format!("the device returned {} results for {n} users", alloc.len()));
-        }
-        let params = self.pool.params();
-        let mut total = 0u64;
-        for u in 0..n {
-            let a = alloc[u] as u64;
-            let floor = demand[u].min(params.guaranteed[u]);
-            if a > demand[u] || a < floor {
-                return Err(format!(
-                    "allocation {a} of user {u} is outside [{floor}, {}] (guaranteed part to demand)",
-                    demand[u]
-                ));
-            }
-            total += a;
-        }
-        if total > params.capacity {
-            return Err(format!("the allocations sum to {total}, above the pool's {} slices", params.capacity));
-        }
-        let free = params.free.floor_int();
-        let (mut borrowed, mut earned) = (0i64, 0i64);
-        for u in 0..n {
-            let (before, after) = (self.pool.credits()[u].floor_int(), credits[u] as i64);
-            let (a, g, d) = (alloc[u] as i64, params.guaranteed[u] as i64, demand[u] as i64);
-            let ok = match self.pool.policy() {
-                // Algorithm 1, price 1: a borrower pays one credit per slice above g; a
-                // donor earns at most one per slice it left unused below g.
-                Policy::Karma if a > g => {
-                    borrowed += a - g;
-                    after == before + free - (a - g)
-                }
-                Policy::Karma => {
-                    earned += after - before - free;
-                    (0..=(g - d).max(0)).contains(&(after - before - free))
-                }
-                Policy::MaxMin | Policy::Strict => after == before,
-            };
-            if !ok {
-                return Err(format!(
-                    "credit conservation broken at user {u}: {before} -> {after} credits with allocation {a}, guaranteed {g}, demand {d}"
-                ));
-            }
-        }
-        if earned > borrowed {
-            return Err(format!(
-                "credit conservation broken: donors earned {earned} credits for {borrowed} borrowed slices"
-            ));
-        }
-        Ok(credits.iter().map(|&c| from_word(c)).collect())
     }
 
     /// Reads the device's balances and checks them against the pool's (a checkpoint of
@@ -297,13 +271,15 @@ impl Offload {
     pub fn checkpoint(&mut self) -> &[Credits] {
         if let Some((dev, _, _)) = self.device.as_mut() {
             let n = self.pool.users().len();
-            let reason = match dev.read_credits(n) {
+            let error = match dev.read_credits(n) {
                 Ok(got) if got.iter().map(|&c| from_word(c)).eq(self.pool.credits().iter().copied()) => None,
-                Ok(_) => Some("checkpoint: the device's credits differ from the last good ones".to_string()),
-                Err(e) => Some(format!("checkpoint: {e}")),
+                Ok(_) => Some(DeviceError::Protocol(
+                    "checkpoint: the device's credits differ from the last good ones".into(),
+                )),
+                Err(e) => Some(e),
             };
-            if let Some(r) = reason {
-                self.drop_device(r);
+            if let Some(e) = error {
+                self.drop_device(e);
             }
         }
         self.pool.credits()
@@ -364,34 +340,41 @@ mod tests {
         fn label(&self) -> String {
             "fake".into()
         }
-        fn max_users(&self) -> usize {
-            64
+        fn limits(&self) -> Limits {
+            Limits { max_users: 64, modes: abi::ALL_MODES }
         }
-        fn write_credits(&mut self, credits: &[u32]) -> std::result::Result<(), String> {
+        fn write_credits(&mut self, credits: &[u32]) -> std::result::Result<(), DeviceError> {
             let mut state = self.pool.export_state();
             for (u, c) in credits.iter().enumerate() {
                 state.users[u].credits = from_word(*c);
             }
-            self.pool = Allocator::from_state(state).map_err(|e| e.to_string())?;
+            self.pool = Allocator::from_state(state).map_err(|e| DeviceError::Protocol(e.to_string()))?;
             Ok(())
         }
-        fn read_credits(&mut self, n: usize) -> std::result::Result<Vec<u32>, String> {
+        fn read_credits(&mut self, n: usize) -> std::result::Result<Vec<u32>, DeviceError> {
             Ok(self.pool.credits()[..n].iter().map(|c| c.floor_int() as u32).collect())
         }
         fn quantum(
             &mut self,
-            _policy: Policy,
+            _mode: Mode,
             _f: u32,
             _g: u32,
             demand: &[u32],
-        ) -> std::result::Result<(Vec<u32>, Vec<u32>), String> {
+        ) -> std::result::Result<QuantumOutput, DeviceError> {
             self.quanta += 1;
             let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
-            let mut alloc: Vec<u32> =
-                self.pool.allocate(&d).map_err(|e| e.to_string())?.iter().map(|&a| a as u32).collect();
+            let mut alloc: Vec<u32> = self
+                .pool
+                .allocate(&d)
+                .map_err(|e| DeviceError::Protocol(e.to_string()))?
+                .iter()
+                .map(|&a| a as u32)
+                .collect();
             let mut credits = self.read_credits(demand.len())?;
             match self.fault {
-                Fault::Error(q) if q == self.quanta => return Err("timeout".into()),
+                Fault::Error(q) if q == self.quanta => {
+                    return Err(DeviceError::Timeout { what: "sequence number 1".into(), after: Default::default() })
+                }
                 Fault::AllocPlusOne(q) if q == self.quanta => alloc[0] += 1,
                 Fault::CreditPlusOne(q) if q == self.quanta => credits[1] += 1,
                 Fault::AllocAboveDemand(q) if q == self.quanta => alloc[2] = demand[2] + 1,
@@ -401,7 +384,7 @@ mod tests {
                 }
                 _ => {}
             }
-            Ok((alloc, credits))
+            Ok(QuantumOutput { alloc, credits, cycles: 0 })
         }
     }
 
@@ -439,20 +422,22 @@ mod tests {
     #[test]
     fn every_fault_falls_back_without_losing_credits() {
         let loud = [
-            (Fault::Error(4), "timeout"),
-            (Fault::AllocAboveDemand(7), "allocation"),
-            (Fault::CreditsMinted(3), "credit"),
-            (Fault::DropUser(2), "results for 5 users"),
+            (Fault::Error(4), "timeout", "no completion"),
+            (Fault::AllocAboveDemand(7), "verification", "allocation"),
+            (Fault::CreditsMinted(3), "verification", "credit"),
+            (Fault::DropUser(2), "protocol", "results for 5 users"),
         ];
         // Off by one somewhere: only the full comparison is sure to see it.
-        let quiet = [(Fault::AllocPlusOne(9), "differs"), (Fault::CreditPlusOne(3), "differs")];
+        let quiet =
+            [(Fault::AllocPlusOne(9), "verification", "differs"), (Fault::CreditPlusOne(3), "verification", "differs")];
         let cases =
             loud.iter().map(|&c| (Verify::Checks, c)).chain(loud.iter().chain(&quiet).map(|&c| (Verify::Full, c)));
-        for (verify, (fault, words)) in cases {
+        for (verify, (fault, kind, words)) in cases {
             let o = run(Policy::Karma, fault, verify);
             let fb = o.fallback().unwrap();
             assert!(!o.on_device());
-            assert!(fb.reason.contains(words), "{verify:?}: {}", fb.reason);
+            assert_eq!(fb.error.kind(), kind, "{verify:?}: {fb}");
+            assert!(fb.error.to_string().contains(words), "{verify:?}: {fb}");
             let at = match fault {
                 Fault::Error(q)
                 | Fault::AllocPlusOne(q)
@@ -462,7 +447,7 @@ mod tests {
                 | Fault::DropUser(q) => q,
                 Fault::None => unreachable!(),
             };
-            assert_eq!(fb.quantum, at - 1, "{}", fb.reason);
+            assert_eq!(fb.quantum, at - 1, "{fb}");
             assert_eq!(o.device_quanta(), at - 1);
         }
     }
@@ -472,11 +457,14 @@ mod tests {
         let fake = Fake { pool: pool(Policy::Karma), fault: Fault::None, quanta: 0 };
         let config = PoolConfig::equal(5, 4, Alpha::new(1, 2).unwrap(), -1).unwrap();
         let o = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(fake), Verify::Full);
-        assert!(o.fallback().unwrap().reason.contains("whole credits from 0"), "{:?}", o.fallback());
+        let fb = o.fallback().unwrap();
+        assert!(fb.error.to_string().contains("whole credits from 0"), "{fb}");
+        assert_eq!(fb.error.kind(), "unsupported");
         let fake = Fake { pool: pool(Policy::Karma), fault: Fault::None, quanta: 0 };
         let mut o = Offload::new(pool(Policy::Karma), Box::new(fake), Verify::Full);
         o.allocate(&[1, 2, 3, 1 << 31, 0]).unwrap();
-        assert!(o.fallback().unwrap().reason.contains("beyond the device's words"));
+        let fb = o.fallback().unwrap().to_string();
+        assert!(fb.contains("user `u3` demands 2147483648") && fb.contains("status code 3"), "{fb}");
     }
 
     #[test]

@@ -3,11 +3,10 @@
 //! Runs policies over many quanta of changing demands and measures what they do to the
 //! users: seeded, reproducible demand generators ([`workload`]), the metrics the field
 //! reports ([`metrics`]) and the loop that drives an [`fairshare::Allocator`] through a
-//! workload ([`run`]); policies side by side for the evaluation report ([`compare`]); and the emulated device ([`device`]), which serves the register
-//! map of `driver/` over shared memory from the hardware model or the software model.
+//! workload ([`run`]); and policies side by side for the evaluation report
+//! ([`compare`]). Depends on the core library only.
 
 pub mod compare;
-pub mod device;
 pub mod font;
 pub mod metrics;
 pub mod workload;

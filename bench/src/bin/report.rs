@@ -15,9 +15,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fairshare::policy::{karma, maxmin};
+use fairshare_abi::Mode;
+use fairshare_backends::Backend;
 use fairshare_bench::{device_instance, karma_instance};
-use fairshare_driver::abi;
-use fairshare_sim::device::{InProcess, Model};
+use fairshare_emulator::{InProcess, Model};
 use plotters::prelude::*;
 
 /// The clock nextpnr reported after routing the 1-lane, 64-user engine on an iCE40 HX8K
@@ -109,7 +110,8 @@ fn engines() -> Result<Vec<Engine>, String> {
         for &p in &ENGINE_P {
             eprintln!("report: engine simulation, N = {n}, P = {p}");
             let demands = fairshare_sim::workload::bursty(n, ENGINE_QUANTA, 10, 42);
-            let mut cycles = fairshare_hdl::catalog::karma_cycles(p, 10, 5, 1_000, &demands)?;
+            let mut cycles =
+                fairshare_hdl::catalog::karma_cycles(p, 10, 5, 1_000, &demands).map_err(|e| e.to_string())?;
             cycles.sort_unstable();
             out.push(Engine { n, p, min: cycles[0], median: cycles[cycles.len() / 2], max: cycles[cycles.len() - 1] });
         }
@@ -124,15 +126,16 @@ fn emulator(dir: &Path) -> Result<Vec<(usize, f64)>, String> {
         eprintln!("report: emulator round trip, N = {n}");
         let inst = device_instance(n, 10, 42);
         let path = dir.join(format!("report{n}.shm"));
-        let emu = InProcess::start(&path, n, 16, Model::Software, vec![])?;
-        let mut dev = fairshare_driver::shm::open(&path).map_err(|e| e.to_string())?;
+        let emu = InProcess::start(&path, n, 16, Model::Software, vec![]).map_err(|e| e.to_string())?;
+        let mut dev = Backend::Emulator(path.clone())
+            .accelerator(n, Duration::from_secs(2))
+            .map_err(|e| e.to_string())?
+            .ok_or("the emulator backend opens a device")?;
         let mut times = Vec::new();
         for _ in 0..41 {
             dev.write_credits(&inst.credits).map_err(|e| e.to_string())?;
             let start = Instant::now();
-            black_box(
-                dev.quantum(abi::mode::KARMA, inst.fair, inst.guaranteed, &inst.demand).map_err(|e| e.to_string())?,
-            );
+            black_box(dev.quantum(Mode::Karma, inst.fair, inst.guaranteed, &inst.demand).map_err(|e| e.to_string())?);
             times.push(start.elapsed().as_nanos() as f64);
         }
         drop(dev);

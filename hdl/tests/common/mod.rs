@@ -7,6 +7,7 @@ use rand::Rng;
 
 /// The software result in the engine's units (see `fairshare_hdl::oracle`).
 pub fn software(mode: u8, f: u32, g: u32, credits: &[u32], demand: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let mode = fairshare_abi::Mode::from_word(mode as u32).expect("a mode the engine computes");
     fairshare_hdl::oracle::expected(mode, f, g, credits, demand).unwrap()
 }
 

@@ -3,6 +3,7 @@
 //! search, what production and the hardware engine compute) that give the same result
 //! bit for bit; strict partitioning is one line and has one form.
 
+pub mod invariants;
 pub mod karma;
 pub mod maxmin;
 pub mod strict;

@@ -1,31 +1,83 @@
-//! The emulated device: serves the register map of `fairshare_driver::abi` over the
-//! shared-memory file of `fairshare_driver::shm`, and computes each quantum with the
-//! RustHDL engine (cycle by cycle) or its software model, writing results and the
-//! completion record as the hardware's DMA would. `fairshare device-sim` runs it as a
-//! separate process; tests may run it on a thread ([`Emulator::serve`] with a stop
-//! flag).
+//! # fairshare-emulator: the emulated device
+//!
+//! Serves the register map of `fairshare-abi` over the shared-memory file of
+//! `fairshare_driver::shm`, and computes each quantum with the RustHDL engine (cycle by
+//! cycle) or its software model, writing results and the completion record as the
+//! hardware's DMA would. `fairshare device-sim` runs it as a separate process; tests
+//! and benchmarks may run it on a thread ([`InProcess`]). It returns errors and never
+//! ends the process: an injected crash is [`Stopped::Crashed`], which the command turns
+//! into its exit status.
 //!
 //! Faults can be injected on request, each at one quantum (counted from 1 by this
 //! emulator): a late completion, a wrong sequence number, a corrupted allocation, or a
 //! crash after half of the results are written.
+//!
+//! Owns the device's side of the protocol only; depends on the ABI, the driver's
+//! shared-memory file and the engines of `fairshare-hdl`, never on the host library.
 
-use fairshare_driver::abi::{self, Completion};
-use fairshare_driver::mmio::{barrier, Region};
+use crossbeam::utils::Backoff;
+use fairshare_abi::{self as abi, Accelerator, Completion, DeviceError, Mode};
+use fairshare_driver::mmio::{barrier, OutOfBounds, Region};
 use fairshare_driver::shm;
-use fairshare_hdl::catalog::{self, EngineDriver, SoftwareEngine};
+use fairshare_hdl::catalog::{self, HdlError, SimulatedEngine, SoftwareEngine};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// Why an emulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulatorError {
+    /// No engine of that shape.
+    #[error(transparent)]
+    Shape(#[from] HdlError),
+    /// Creating, mapping or renaming the shared-memory file failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done, naming the file.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The mapping is smaller than the register map.
+    #[error(transparent)]
+    Bounds(#[from] OutOfBounds),
+    /// The emulator thread could not start or stopped before it was ready.
+    #[error("{0}")]
+    Thread(String),
+}
+
+/// A `--model` or `--fault` that does not parse, with what is expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
+
+/// Why [`Emulator::serve`] returned before it was asked to stop.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// An injected `crash` fault (the command exits with status 70).
+    Crashed,
+}
+
 /// What computes the quanta.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Model {
     /// The RustHDL engine, cycle by cycle.
     Rtl,
     /// The engine's software model (same results and status codes, no cycles).
     Software,
+}
+
+impl FromStr for Model {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        match s {
+            "rtl" => Ok(Model::Rtl),
+            "software" => Ok(Model::Software),
+            other => Err(SpecError(format!("model `{other}`: use rtl or software"))),
+        }
+    }
 }
 
 /// A kind of injected fault.
@@ -37,8 +89,8 @@ pub enum FaultKind {
     WrongSeq,
     /// User 0's allocation is one slice more than computed.
     Corrupt,
-    /// Half of the results are written, then the emulator stops (the process exits
-    /// with status 70; on a thread, [`Emulator::serve`] returns).
+    /// Half of the results are written, then the emulator stops ([`Emulator::serve`]
+    /// returns [`Stopped::Crashed`]; `fairshare device-sim` exits with status 70).
     Crash,
 }
 
@@ -53,19 +105,21 @@ pub struct Fault {
 }
 
 impl FromStr for Fault {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (kind, at) = s.split_once('@').ok_or_else(|| format!("fault `{s}`: expected KIND@QUANTUM, e.g. late@3"))?;
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let bad = |why: String| SpecError(why);
+        let (kind, at) =
+            s.split_once('@').ok_or_else(|| bad(format!("fault `{s}`: expected KIND@QUANTUM, e.g. late@3")))?;
         let kind = match kind {
             "late" => FaultKind::Late,
             "wrong-seq" => FaultKind::WrongSeq,
             "corrupt" => FaultKind::Corrupt,
             "crash" => FaultKind::Crash,
-            other => return Err(format!("fault `{other}`: use late, wrong-seq, corrupt or crash")),
+            other => return Err(bad(format!("fault `{other}`: use late, wrong-seq, corrupt or crash"))),
         };
-        let at: u64 = at.parse().map_err(|_| format!("fault `{s}`: `{at}` is not a quantum number"))?;
+        let at: u64 = at.parse().map_err(|_| bad(format!("fault `{s}`: `{at}` is not a quantum number")))?;
         if at == 0 {
-            return Err(format!("fault `{s}`: quanta count from 1"));
+            return Err(bad(format!("fault `{s}`: quanta count from 1")));
         }
         Ok(Fault { kind, at })
     }
@@ -77,7 +131,7 @@ pub struct Emulator {
     path: PathBuf,
     bar: Region,
     dma: Region,
-    engine: Box<dyn EngineDriver>,
+    engine: Box<dyn SimulatedEngine>,
     faults: Vec<Fault>,
     served: u64,
     quanta_ok: u32,
@@ -85,20 +139,20 @@ pub struct Emulator {
     last_cmd: u32,
     /// How late a `late` completion is (default 3 s, above the host's default 2 s timeout).
     pub late_by: Duration,
-    /// Whether a `crash` fault exits the process (true for `fairshare device-sim`).
-    pub crash_exits: bool,
 }
-
-/// The emulator stopped because of an injected crash.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Crashed;
 
 impl Emulator {
     /// Creates the shared-memory file at `path` for an engine of `lanes` lanes holding
     /// `users` users, fills in the identification registers (`MAGIC` last, then the file
     /// is renamed into place, so a host never sees half a device).
-    pub fn create(path: &Path, users: usize, lanes: usize, model: Model, faults: Vec<Fault>) -> Result<Self, String> {
-        let engine: Box<dyn EngineDriver> = match model {
+    pub fn create(
+        path: &Path,
+        users: usize,
+        lanes: usize,
+        model: Model,
+        faults: Vec<Fault>,
+    ) -> Result<Self, EmulatorError> {
+        let engine: Box<dyn SimulatedEngine> = match model {
             Model::Rtl => catalog::engine(lanes, users)?,
             Model::Software => {
                 let capacity = catalog::engine_capacity(lanes, users)?;
@@ -107,21 +161,23 @@ impl Emulator {
         };
         let max_users = engine.capacity();
         let tmp = path.with_extension("creating");
-        let (file, bar, dma) = shm::create(&tmp, max_users).map_err(|e| format!("creating {}: {e}", tmp.display()))?;
-        let caps = abi::CAPS_WEIGHTED
-            .set(abi::CAPS_MODES.set(abi::CAPS_CREDIT_BITS.set(abi::CAPS_LANES.set(0, lanes as u32), 32), 0b111), 0);
+        let (file, bar, dma) = shm::create(&tmp, max_users)
+            .map_err(|source| EmulatorError::Io { what: format!("creating {}", tmp.display()), source })?;
         let init = [
             (abi::VERSION.offset, abi::VERSION_VALUE),
             (abi::MAX_USERS.offset, max_users as u32),
-            (abi::CAPS.offset, caps),
+            (abi::CAPS.offset, abi::caps_word(lanes)),
         ];
         for (off, v) in init {
-            bar.write32(off as usize, v).map_err(|e| e.to_string())?;
+            bar.write32(off as usize, v)?;
         }
         barrier();
-        bar.write32(abi::MAGIC.offset as usize, abi::MAGIC_VALUE).map_err(|e| e.to_string())?;
+        bar.write32(abi::MAGIC.offset as usize, abi::MAGIC_VALUE)?;
         barrier();
-        std::fs::rename(&tmp, path).map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), path.display()))?;
+        std::fs::rename(&tmp, path).map_err(|source| EmulatorError::Io {
+            what: format!("renaming {} to {}", tmp.display(), path.display()),
+            source,
+        })?;
         Ok(Emulator {
             _file: file,
             path: path.to_path_buf(),
@@ -134,7 +190,6 @@ impl Emulator {
             last_seq: 0,
             last_cmd: 0,
             late_by: Duration::from_secs(3),
-            crash_exits: false,
         })
     }
 
@@ -161,26 +216,24 @@ impl Emulator {
     }
 
     /// Serves until `stop` is set (or an injected crash). Polls the doorbell and the
-    /// credit command registers, spinning briefly and then sleeping 50 us when idle.
-    pub fn serve(&mut self, stop: &AtomicBool) -> Result<(), Crashed> {
-        let mut idle = 0u32;
+    /// credit command registers; when idle it spins with exponential back-off, then
+    /// yields (crossbeam's [`Backoff`]), then sleeps 50 us between polls.
+    pub fn serve(&mut self, stop: &AtomicBool) -> Result<(), Stopped> {
+        let backoff = Backoff::new();
         while !stop.load(Ordering::Relaxed) {
             if self.poll()? {
-                idle = 0;
+                backoff.reset();
+            } else if backoff.is_completed() {
+                std::thread::sleep(Duration::from_micros(50));
             } else {
-                idle += 1;
-                if idle > 2000 {
-                    std::thread::sleep(Duration::from_micros(50));
-                } else {
-                    std::hint::spin_loop();
-                }
+                backoff.snooze();
             }
         }
         Ok(())
     }
 
     /// Handles one pending doorbell or credit command; false when there was none.
-    pub fn poll(&mut self) -> Result<bool, Crashed> {
+    pub fn poll(&mut self) -> Result<bool, Stopped> {
         barrier();
         let seq = self.reg(abi::DOORBELL);
         if seq != self.last_seq {
@@ -220,10 +273,29 @@ impl Emulator {
         ((self.reg(hi) as u64) << 32 | self.reg(lo) as u64) as usize
     }
 
-    fn quantum(&mut self, seq: u32) -> Result<(), Crashed> {
+    /// One quantum as the engine sees it: the configuration checked by the ABI's
+    /// admission rule (users, shares, mode), then the engine, which checks the rest.
+    fn compute(
+        &mut self,
+        mode_word: u32,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<abi::QuantumOutput, u32> {
+        abi::admit_config(&self.engine.limits(), mode_word, demand.len(), fair as u64, guaranteed as u64)
+            .map_err(|r| r.code)?;
+        let mode = Mode::from_word(mode_word).ok_or(abi::status::MODE)?;
+        self.engine.quantum(mode, fair, guaranteed, demand).map_err(|e| match e {
+            DeviceError::Refused { code } => code,
+            // The engines refuse with status codes only; anything else is a bad request.
+            _ => abi::status::USERS,
+        })
+    }
+
+    fn quantum(&mut self, seq: u32) -> Result<(), Stopped> {
         self.served += 1;
         self.set(abi::STATUS, abi::STATUS_BUSY.set(0, 1));
-        let mode = abi::CONTROL_MODE.get(self.reg(abi::CONTROL)) as u8;
+        let mode = abi::CONTROL_MODE.get(self.reg(abi::CONTROL));
         let n = self.reg(abi::N_USERS) as usize;
         let (fair, guaranteed) = (self.reg(abi::FAIR_SHARE), self.reg(abi::GUARANTEED));
         let demand_at = self.address(abi::DEMAND_ADDR_LO, abi::DEMAND_ADDR_HI);
@@ -238,7 +310,7 @@ impl Emulator {
                     eprintln!("device-sim: quantum {seq}: demand buffer: {e}; no completion");
                     return Ok(());
                 }
-                Ok(()) => self.engine.quantum(mode, fair, guaranteed, &demand).map_err(|e| e.0),
+                Ok(()) => self.compute(mode, fair, guaranteed, &demand),
             }
         };
         let (code, cycles) = match outcome {
@@ -254,10 +326,7 @@ impl Emulator {
                 }
                 if self.fault(FaultKind::Crash) {
                     eprintln!("device-sim: injected crash in quantum {} (sequence number {seq})", self.served);
-                    if self.crash_exits {
-                        std::process::exit(70);
-                    }
-                    return Err(Crashed);
+                    return Err(Stopped::Crashed);
                 }
                 self.quanta_ok = self.quanta_ok.wrapping_add(1);
                 (abi::status::NONE, r.cycles)
@@ -299,14 +368,20 @@ impl Drop for Emulator {
 /// and benchmarks). Dropping it stops the thread and removes the file.
 pub struct InProcess {
     stop: std::sync::Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Result<(), Crashed>>>,
+    thread: Option<std::thread::JoinHandle<Result<(), Stopped>>>,
 }
 
 impl InProcess {
     /// Creates the file at `path` and starts serving it; returns once a host may open it.
-    pub fn start(path: &Path, users: usize, lanes: usize, model: Model, faults: Vec<Fault>) -> Result<Self, String> {
+    pub fn start(
+        path: &Path,
+        users: usize,
+        lanes: usize,
+        model: Model,
+        faults: Vec<Fault>,
+    ) -> Result<Self, EmulatorError> {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = crossbeam::channel::bounded(1);
         let (path, flag) = (path.to_path_buf(), stop.clone());
         // The RustHDL model is built on the thread that runs it (and needs a deep stack
         // for wide shapes).
@@ -322,15 +397,15 @@ impl InProcess {
                     Ok(())
                 }
             })
-            .map_err(|e| format!("starting the emulator thread: {e}"))?;
-        rx.recv().map_err(|_| "the emulator thread stopped before it was ready".to_string())??;
+            .map_err(|e| EmulatorError::Thread(format!("starting the emulator thread: {e}")))?;
+        rx.recv().map_err(|_| EmulatorError::Thread("the emulator thread stopped before it was ready".into()))??;
         Ok(InProcess { stop, thread: Some(thread) })
     }
 
-    /// Stops serving; `Err(Crashed)` if an injected crash had already stopped it.
-    pub fn stop(mut self) -> Result<(), Crashed> {
+    /// Stops serving; `Err(Stopped::Crashed)` if an injected crash had already stopped it.
+    pub fn stop(mut self) -> Result<(), Stopped> {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().map_or(Ok(()), |t| t.join().unwrap_or(Err(Crashed)))
+        self.thread.take().map_or(Ok(()), |t| t.join().unwrap_or(Err(Stopped::Crashed)))
     }
 }
 

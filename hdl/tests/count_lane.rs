@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, missing_docs)]
-use fairshare_hdl::lane::{CountLane, PROBES};
+use fairshare_hdl::count_lane::{CountLane, PROBES};
 use rust_hdl::prelude::*;
 
 #[test]

@@ -1,12 +1,12 @@
-//! A bus-level driver for the RustHDL model of the [`Device`]: an AXI4-Lite master
+//! A bus-level driver for the RustHDL model of the [`AxiTop`]: an AXI4-Lite master
 //! that goes through all five handshakes, and stream agents that feed demand beats and
 //! take result beats, all with optional seeded random stalls, the way a PCIe shell
 //! would. It checks the slave's side of the protocol as it goes (responses and result
 //! beats hold still until taken; `tlast` marks the last result row).
 
-use crate::device::{Device, RESP_OKAY};
-use crate::testbench::Stalls;
-use fairshare_driver::abi;
+use crate::axi_top::{AxiTop, RESP_OKAY};
+use crate::engine_sim::Stalls;
+use fairshare_abi as abi;
 use rust_hdl::prelude::*;
 
 /// What one quantum through the bus returned.
@@ -24,9 +24,9 @@ pub struct BusQuantum {
     pub cycles: u32,
 }
 
-/// Drives a [`Device`] with `P` lanes and `2^A` rows per lane.
-pub struct DeviceSim<const P: usize, const A: usize> {
-    uut: Box<Device<P, A>>,
+/// Drives a [`AxiTop`] with `P` lanes and `2^A` rows per lane.
+pub struct BusTestbench<const P: usize, const A: usize> {
+    uut: Box<AxiTop<P, A>>,
     stalls: Stalls,
     demand: Vec<u32>,
     next_row: usize,
@@ -36,13 +36,13 @@ pub struct DeviceSim<const P: usize, const A: usize> {
     irqs: u64,
 }
 
-impl<const P: usize, const A: usize> DeviceSim<P, A> {
+impl<const P: usize, const A: usize> BusTestbench<P, A> {
     /// A device at power-up. `stall_seed` 0: no stalls; otherwise every valid and
     /// ready the testbench drives drops with probability 1/4 per cycle (xorshift64).
     pub fn new(stall_seed: u64) -> Self {
-        let mut uut = Box::new(Device::<P, A>::new());
+        let mut uut = Box::new(AxiTop::<P, A>::new());
         uut.connect_all();
-        let mut sim = DeviceSim {
+        let mut sim = BusTestbench {
             uut,
             stalls: Stalls(stall_seed),
             demand: Vec::new(),

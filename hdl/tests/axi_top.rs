@@ -1,5 +1,5 @@
 //! The device top level through its buses: the AXI4-Lite decoder against the register
-//! map of `fairshare_driver::abi`, and quanta, credits and faults driven the way a
+//! map of `fairshare_abi`, and quanta, credits and faults driven the way a
 //! shell drives them (handshakes with random stalls).
 
 #![allow(clippy::unwrap_used, missing_docs)]
@@ -7,9 +7,9 @@
 mod common;
 
 use common::{random_pool, random_quantum, software};
-use fairshare_driver::abi::{self, Access, Decoded};
-use fairshare_hdl::device::{RESP_OKAY, RESP_SLVERR};
-use fairshare_hdl::device_sim::DeviceSim;
+use fairshare_abi::{self as abi, Access, Decoded};
+use fairshare_hdl::axi_top::{RESP_OKAY, RESP_SLVERR};
+use fairshare_hdl::bus_testbench::BusTestbench;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -26,7 +26,7 @@ fn merged(old: u32, data: u32, strb: u8) -> u32 {
 /// where the map has nothing; read-only registers hold their values and refuse writes;
 /// read-write registers take writes byte by byte.
 fn decoder_matches_the_map<const P: usize, const A: usize>(seed: u64) {
-    let mut d = DeviceSim::<P, A>::new(seed);
+    let mut d = BusTestbench::<P, A>::new(seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut offsets: Vec<u32> = (0..0x200).step_by(4).collect();
     offsets.extend([0x001, 0x022, 0x103, 0x200, 0x7FC, 0xFFC]);
@@ -97,7 +97,7 @@ fn quanta_through_the_bus<const P: usize, const A: usize>(seed: u64, sequences: 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut quanta = 0;
     for s in 0..sequences {
-        let mut d = DeviceSim::<P, A>::new(if s % 3 == 0 { 0 } else { seed * 7919 + s as u64 });
+        let mut d = BusTestbench::<P, A>::new(if s % 3 == 0 { 0 } else { seed * 7919 + s as u64 });
         let (n, f, g, start) = random_pool(&mut rng, P << A);
         let mut credits = vec![start; n];
         d.write_credits(&credits, 0x100).unwrap();
@@ -132,7 +132,7 @@ fn quanta_through_the_bus_match_the_software() {
 
 #[test]
 fn credit_access_is_refused_while_a_quantum_runs() {
-    let mut d = DeviceSim::<4, 2>::new(5);
+    let mut d = BusTestbench::<4, 2>::new(5);
     d.write_credits(&[3, 1, 4, 1, 5], 1).unwrap();
     d.start_stalled(7, 5, 2, 1);
     let status = d.read(abi::STATUS.offset);
@@ -154,7 +154,7 @@ fn credit_access_is_refused_while_a_quantum_runs() {
 
 #[test]
 fn wrong_stream_framing_is_flagged() {
-    let mut d = DeviceSim::<4, 2>::new(3);
+    let mut d = BusTestbench::<4, 2>::new(3);
     let demand = [1u32; 10]; // three rows
     let early = d.quantum_framed(1, 0, 2, 1, &demand, Some(1));
     assert_eq!(abi::STATUS_FRAMING.get(early.status), 1, "tlast on row 1 of 3");
@@ -166,7 +166,7 @@ fn wrong_stream_framing_is_flagged() {
 
 #[test]
 fn configuration_errors_reach_the_status_register() {
-    let mut d = DeviceSim::<4, 2>::new(0);
+    let mut d = BusTestbench::<4, 2>::new(0);
     let bad = d.quantum(1, 0, 2, 3, &[1, 1, 1]);
     assert_eq!(abi::STATUS_ERROR.get(bad.status), abi::status::GUARANTEED);
     assert!(bad.alloc.is_empty(), "no results for a refused quantum");
@@ -183,7 +183,7 @@ fn configuration_errors_reach_the_status_register() {
 
 #[test]
 fn credit_rows_beyond_the_banks_are_refused() {
-    let mut d = DeviceSim::<4, 2>::new(0);
+    let mut d = BusTestbench::<4, 2>::new(0);
     d.write(abi::CREDIT_ROW.offset, 4); // rows 0 ..= 3 exist
     assert_eq!(d.write_strb(abi::CREDIT_CMD.offset, 0x100, 0xF), SLVERR);
     d.write(abi::CREDIT_ROW.offset, 3);

@@ -1,10 +1,12 @@
-//! A fairshare device reached through two mapped regions, BAR0 and a DMA buffer,
-//! whatever provides them (VFIO or the emulator's shared-memory file): identification,
-//! the doorbell / completion protocol of [`crate::abi`] with sequence numbers and
-//! timeouts, and credit checkpoint and restore through the registers.
+//! The host's handle to a fairshare device reached through two mapped regions, BAR0
+//! and a DMA buffer, whatever provides them (VFIO or the emulator's shared-memory
+//! file): identification, the doorbell / completion protocol of [`fairshare_abi`] with
+//! sequence numbers and timeouts, and credit checkpoint and restore through the
+//! registers. [`DeviceHandle`] is an [`Accelerator`].
 
-use crate::abi::{self, Completion};
 use crate::mmio::{barrier, OutOfBounds, Region};
+use crossbeam::utils::Backoff;
+use fairshare_abi::{self as abi, Accelerator, Completion, DeviceError, Limits, Mode, QuantumOutput};
 use std::time::{Duration, Instant};
 
 /// Where the demand, result and completion buffers sit in the DMA region of a device
@@ -92,53 +94,16 @@ pub enum OpenError {
     },
 }
 
-/// Why a quantum or credit operation on an open device failed. The caller (the offload
-/// backend) treats every one as a reason to stop using the device.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DeviceFault {
-    /// No completion in time.
-    #[error("{what}: no completion within {after:?}")]
-    Timeout {
-        /// What was waited for.
-        what: String,
-        /// How long.
-        after: Duration,
-    },
-    /// The completion carried another sequence number.
-    #[error("completion with sequence number {got}, expected {expected}")]
-    Sequence {
-        /// The doorbell's.
-        expected: u32,
-        /// The completion's.
-        got: u32,
-    },
-    /// The device refused the quantum with a status code.
-    #[error("the device refused the quantum: status code {code} ({})", abi::status::describe(*code))]
-    Refused {
-        /// `STATUS.error`.
-        code: u32,
-    },
-    /// The request does not fit the device (more users than `MAX_USERS`, ...).
-    #[error("{0}")]
-    Unsupported(String),
-    /// A buffer access outside the mapping.
-    #[error(transparent)]
-    Bounds(#[from] OutOfBounds),
-}
-
-/// Results of one quantum, per user.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QuantumOutput {
-    /// Allocations.
-    pub alloc: Vec<u32>,
-    /// Credits after the quantum.
-    pub credits: Vec<u32>,
-    /// `CYCLES` reported in the completion record.
-    pub cycles: u32,
+/// A buffer or register access outside the mapping: the device's layout does not match
+/// what it reported.
+impl From<OutOfBounds> for DeviceError {
+    fn from(e: OutOfBounds) -> Self {
+        DeviceError::Protocol(e.to_string())
+    }
 }
 
 /// An open device.
-pub struct Device {
+pub struct DeviceHandle {
     bar: Region,
     dma: Region,
     iova: u64,
@@ -152,7 +117,7 @@ pub struct Device {
     _owner: Option<Box<dyn std::any::Any + Send>>,
 }
 
-impl Device {
+impl DeviceHandle {
     /// Attaches to a device whose BAR0 and DMA region are mapped: checks `MAGIC` and
     /// the ABI major version, reads the capabilities and programs the buffer addresses
     /// (`iova` is the bus address of the DMA region's first byte). `owner` keeps
@@ -163,7 +128,7 @@ impl Device {
         iova: u64,
         label: String,
         owner: Option<Box<dyn std::any::Any + Send>>,
-    ) -> Result<Device, OpenError> {
+    ) -> Result<DeviceHandle, OpenError> {
         let bad_bar = |e: OutOfBounds| OpenError::Bar(e.to_string());
         if bar.len() < abi::BAR_BYTES {
             return Err(OpenError::Bar(format!("has {} bytes, the register map needs {}", bar.len(), abi::BAR_BYTES)));
@@ -214,8 +179,18 @@ impl Device {
         }
         let seq = bar.read32(abi::SEQ_DONE.offset as usize).map_err(bad_bar)?;
         let tag = abi::CREDIT_CMD_TAG.get(bar.read32(abi::CREDIT_ACK.offset as usize).map_err(bad_bar)?);
-        let dev =
-            Device { bar, dma, iova, layout, info, seq, tag, timeout: Duration::from_secs(2), label, _owner: owner };
+        let dev = DeviceHandle {
+            bar,
+            dma,
+            iova,
+            layout,
+            info,
+            seq,
+            tag,
+            timeout: Duration::from_secs(2),
+            label,
+            _owner: owner,
+        };
         for (lo, hi, off) in [
             (abi::DEMAND_ADDR_LO, abi::DEMAND_ADDR_HI, dev.layout.demand),
             (abi::RESULT_ADDR_LO, abi::RESULT_ADDR_HI, dev.layout.result),
@@ -241,49 +216,44 @@ impl Device {
         self.info
     }
 
-    /// Where the device is (`emulator:PATH`, `vfio:ADDR`).
-    pub fn label(&self) -> &str {
-        &self.label
+    fn limits(&self) -> Limits {
+        Limits { max_users: self.info.max_users, modes: self.info.modes }
     }
 
-    /// Runs one quantum: demands into the DMA buffer, configuration, doorbell with the
-    /// next sequence number, completion polled with the timeout, results read back.
-    pub fn quantum(
+    fn run_quantum(
         &mut self,
-        mode: u32,
+        mode: Mode,
         fair: u32,
         guaranteed: u32,
         demand: &[u32],
-    ) -> Result<QuantumOutput, DeviceFault> {
+    ) -> Result<QuantumOutput, DeviceError> {
         let n = demand.len();
-        if n == 0 || n > self.info.max_users {
-            return Err(DeviceFault::Unsupported(format!("{n} users: the device holds 1 to {}", self.info.max_users)));
-        }
-        if self.info.modes >> mode & 1 == 0 {
-            return Err(DeviceFault::Unsupported(format!("the device does not support mode {mode}")));
-        }
+        abi::admit_config(&self.limits(), mode.word(), n, fair as u64, guaranteed as u64)?;
         let seq = self.seq.wrapping_add(1);
         self.dma.write_words(self.layout.demand, demand)?;
         // Poison the completion's sequence number so that only a fresh record matches.
         self.dma.write32(self.layout.completion, !seq)?;
-        self.reg_write(abi::CONTROL.offset, abi::CONTROL_MODE.set(0, mode))?;
+        self.reg_write(abi::CONTROL.offset, abi::CONTROL_MODE.set(0, mode.word()))?;
         self.reg_write(abi::N_USERS.offset, n as u32)?;
         self.reg_write(abi::FAIR_SHARE.offset, fair)?;
         self.reg_write(abi::GUARANTEED.offset, guaranteed)?;
         barrier();
         self.reg_write(abi::DOORBELL.offset, seq)?;
         self.seq = seq;
-        self.wait(|| format!("quantum {seq}"), |dev| Ok(dev.dma.read32(dev.layout.completion)? != !seq))?;
+        self.wait(|| format!("sequence number {seq}"), |dev| Ok(dev.dma.read32(dev.layout.completion)? != !seq))?;
         barrier();
         let mut words = [0u32; abi::COMPLETION_BYTES / 4];
         self.dma.read_words(self.layout.completion, &mut words)?;
         let record = Completion::from_words(words);
         if record.seq != seq {
-            return Err(DeviceFault::Sequence { expected: seq, got: record.seq });
+            return Err(DeviceError::Protocol(format!(
+                "completion with sequence number {}, expected {seq}",
+                record.seq
+            )));
         }
         let code = abi::STATUS_ERROR.get(record.status);
         if code != abi::status::NONE {
-            return Err(DeviceFault::Refused { code });
+            return Err(DeviceError::Refused { code });
         }
         let mut raw = vec![0u32; 2 * n];
         self.dma.read_words(self.layout.result, &mut raw)?;
@@ -291,7 +261,7 @@ impl Device {
         Ok(QuantumOutput { alloc, credits, cycles: record.cycles })
     }
 
-    fn credit_command(&mut self, write: bool) -> Result<(), DeviceFault> {
+    fn credit_command(&mut self, write: bool) -> Result<(), DeviceError> {
         self.tag = (self.tag + 1) & 0xFF_FFFF;
         let cmd = abi::CREDIT_CMD_TAG.set(abi::CREDIT_CMD_WRITE.set(0, write as u32), self.tag);
         barrier();
@@ -301,27 +271,25 @@ impl Device {
         Ok(())
     }
 
-    /// Polls `done` until it holds or the timeout passes. Spins first (a fast device
-    /// answers in microseconds), then yields, then sleeps, so that a slow one (the RTL
+    /// Polls `done` until it holds or the timeout passes. Spins with exponential
+    /// back-off first, then yields (crossbeam's [`Backoff`]: a fast device answers in
+    /// microseconds), then sleeps 20 us between polls, so that a slow one (the RTL
     /// emulator on the same cores) keeps the CPU to itself.
     fn wait(
         &self,
         what: impl FnOnce() -> String,
-        mut done: impl FnMut(&Self) -> Result<bool, DeviceFault>,
-    ) -> Result<(), DeviceFault> {
+        mut done: impl FnMut(&Self) -> Result<bool, DeviceError>,
+    ) -> Result<(), DeviceError> {
         let start = Instant::now();
-        let mut spins = 0u32;
+        let backoff = Backoff::new();
         while !done(self)? {
             if start.elapsed() > self.timeout {
-                return Err(DeviceFault::Timeout { what: what(), after: self.timeout });
+                return Err(DeviceError::Timeout { what: what(), after: self.timeout });
             }
-            spins = spins.saturating_add(1);
-            if spins > 20_000 {
+            if backoff.is_completed() {
                 std::thread::sleep(Duration::from_micros(20));
-            } else if spins > 2_000 {
-                std::thread::yield_now();
             } else {
-                std::hint::spin_loop();
+                backoff.snooze();
             }
         }
         Ok(())
@@ -329,9 +297,9 @@ impl Device {
 
     /// Restores the balances of users `0 .. credits.len()`, row by row through
     /// `CREDIT_DATA` and write commands.
-    pub fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceFault> {
+    fn restore(&mut self, credits: &[u32]) -> Result<(), DeviceError> {
         if credits.len() > self.info.max_users {
-            return Err(DeviceFault::Unsupported(format!(
+            return Err(DeviceError::Unsupported(format!(
                 "{} users: the device holds {}",
                 credits.len(),
                 self.info.max_users
@@ -349,9 +317,9 @@ impl Device {
     }
 
     /// Checkpoints the balances of users `0 .. n` through read commands.
-    pub fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceFault> {
+    fn checkpoint(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
         if n > self.info.max_users {
-            return Err(DeviceFault::Unsupported(format!("{n} users: the device holds {}", self.info.max_users)));
+            return Err(DeviceError::Unsupported(format!("{n} users: the device holds {}", self.info.max_users)));
         }
         let p = self.info.lanes;
         let mut out = Vec::with_capacity(n);
@@ -366,37 +334,27 @@ impl Device {
     }
 }
 
-/// The ABI mode (`CONTROL.mode`) that computes `policy`.
-pub fn mode_of(policy: fairshare::Policy) -> u32 {
-    match policy {
-        fairshare::Policy::Karma => abi::mode::KARMA,
-        fairshare::Policy::MaxMin => abi::mode::MAXMIN,
-        fairshare::Policy::Strict => abi::mode::STRICT,
-    }
-}
-
-impl fairshare::offload::Accelerator for Device {
+impl Accelerator for DeviceHandle {
     fn label(&self) -> String {
         self.label.clone()
     }
-    fn max_users(&self) -> usize {
-        self.info.max_users
+    fn limits(&self) -> Limits {
+        DeviceHandle::limits(self)
     }
-    fn write_credits(&mut self, credits: &[u32]) -> Result<(), String> {
-        Device::write_credits(self, credits).map_err(|e| e.to_string())
+    fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceError> {
+        self.restore(credits)
     }
-    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, String> {
-        Device::read_credits(self, n).map_err(|e| e.to_string())
+    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
+        self.checkpoint(n)
     }
     fn quantum(
         &mut self,
-        policy: fairshare::Policy,
+        mode: Mode,
         fair: u32,
         guaranteed: u32,
         demand: &[u32],
-    ) -> Result<(Vec<u32>, Vec<u32>), String> {
-        let out = Device::quantum(self, mode_of(policy), fair, guaranteed, demand).map_err(|e| e.to_string())?;
-        Ok((out.alloc, out.credits))
+    ) -> Result<QuantumOutput, DeviceError> {
+        self.run_quantum(mode, fair, guaranteed, demand)
     }
 }
 
@@ -413,9 +371,9 @@ mod tests {
         (bar, Region::anonymous(DmaLayout::for_users(64).total).unwrap())
     }
 
-    fn attach(magic: u32, version: u32, caps: u32) -> Result<Device, OpenError> {
+    fn attach(magic: u32, version: u32, caps: u32) -> Result<DeviceHandle, OpenError> {
         let (bar, dma) = regions(magic, version, caps);
-        Device::attach(bar, dma, 0x1000, "test".into(), None)
+        DeviceHandle::attach(bar, dma, 0x1000, "test".into(), None)
     }
 
     #[test]
@@ -439,11 +397,16 @@ mod tests {
     fn a_silent_device_times_out_and_bad_requests_are_refused() {
         let mut dev = attach(abi::MAGIC_VALUE, abi::VERSION_VALUE, abi::caps_word(4)).unwrap();
         dev.timeout = Duration::from_millis(20);
-        let e = dev.quantum(abi::mode::KARMA, 2, 1, &[1, 2, 3]).unwrap_err();
-        assert!(matches!(e, DeviceFault::Timeout { .. }), "{e}");
-        assert!(matches!(dev.quantum(abi::mode::KARMA, 2, 1, &[]), Err(DeviceFault::Unsupported(_))));
-        assert!(matches!(dev.quantum(abi::mode::KARMA, 2, 1, &[0; 65]), Err(DeviceFault::Unsupported(_))));
-        assert!(matches!(dev.quantum(3, 2, 1, &[1]), Err(DeviceFault::Unsupported(_))));
-        assert!(matches!(dev.read_credits(1), Err(DeviceFault::Timeout { .. })));
+        let e = dev.quantum(Mode::Karma, 2, 1, &[1, 2, 3]).unwrap_err();
+        assert!(matches!(e, DeviceError::Timeout { .. }), "{e}");
+        assert!(matches!(dev.quantum(Mode::Karma, 2, 1, &[]), Err(DeviceError::Unsupported(_))));
+        assert!(matches!(dev.quantum(Mode::Karma, 2, 1, &[0; 65]), Err(DeviceError::Unsupported(_))));
+        assert!(matches!(dev.quantum(Mode::Karma, 0, 1, &[1]), Err(DeviceError::Unsupported(_))));
+        assert!(matches!(dev.read_credits(1), Err(DeviceError::Timeout { .. })));
+        // A device that computes Karma only is not asked for max-min.
+        let (bar, dma) = regions(abi::MAGIC_VALUE, abi::VERSION_VALUE, abi::CAPS_MODES.set(abi::caps_word(4), 1));
+        let mut karma_only = DeviceHandle::attach(bar, dma, 0, "test".into(), None).unwrap();
+        let e = karma_only.quantum(Mode::MaxMin, 2, 1, &[1]).unwrap_err();
+        assert!(e.to_string().contains("mode 1"), "{e}");
     }
 }

@@ -1,5 +1,5 @@
-//! The device top level: the [`Engine`] behind an AXI4-Lite slave (registers and
-//! doorbell, the map of `fairshare_driver::abi`) and AXI-Stream ports (demands in,
+//! The AXI top level of the device: the [`Engine`] behind an AXI4-Lite slave (registers and
+//! doorbell, the map of `fairshare_abi`) and AXI-Stream ports (demands in,
 //! results out), the interfaces a PCIe DMA shell or an open NIC provides.
 //!
 //! - AXI4-Lite: the five channels with full valid/ready handshakes; the write address
@@ -19,7 +19,7 @@
 //! flip-flops, as on iCE40, Xilinx and Intel parts).
 
 use crate::engine::Engine;
-use fairshare_driver::abi;
+use fairshare_abi as abi;
 use rust_hdl::prelude::*;
 
 /// AXI response: OKAY.
@@ -31,7 +31,7 @@ pub const ADDR_BITS: usize = 12;
 
 /// The device: engine, register file, bus and stream ports.
 #[derive(LogicBlock)]
-pub struct Device<const P: usize, const A: usize> {
+pub struct AxiTop<const P: usize, const A: usize> {
     /// Clock of the bus and the engine.
     pub clock: Signal<In, Clock>,
     /// AXI4-Lite write address valid.
@@ -165,7 +165,7 @@ pub struct Device<const P: usize, const A: usize> {
     a_credit_data: Constant<Bits<ADDR_BITS>>,
 }
 
-impl<const P: usize, const A: usize> Default for Device<P, A> {
+impl<const P: usize, const A: usize> Default for AxiTop<P, A> {
     fn default() -> Self {
         Self::new()
     }
@@ -179,12 +179,12 @@ fn word(value: u32) -> Constant<Bits<32>> {
     Constant::new(Bits::<32>::from(value as u64))
 }
 
-impl<const P: usize, const A: usize> Device<P, A> {
+impl<const P: usize, const A: usize> AxiTop<P, A> {
     /// A device at power-up (credits 0, registers at their reset values).
     pub fn new() -> Self {
         assert!(P <= abi::MAX_LANES, "the register map has credit words for {} lanes", abi::MAX_LANES);
         let control_mask = abi::CONTROL_IRQ.set(abi::CONTROL_MODE.set(0, u32::MAX), u32::MAX);
-        Device {
+        AxiTop {
             clock: Default::default(),
             s_axil_awvalid: Default::default(),
             s_axil_awready: Default::default(),
@@ -295,7 +295,7 @@ impl<const P: usize, const A: usize> Device<P, A> {
     }
 }
 
-impl<const P: usize, const A: usize> Logic for Device<P, A> {
+impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(

@@ -6,7 +6,8 @@
 
 use fairshare::offload::{Offload, Verify};
 use fairshare::{Allocator, Alpha, Policy, PoolConfig};
-use fairshare_sim::device::{Fault, InProcess, Model};
+use fairshare_abi::Accelerator;
+use fairshare_emulator::{Fault, InProcess, Model, Stopped};
 
 fn demands(users: usize, quanta: usize) -> Vec<Vec<u64>> {
     fairshare_sim::workload::bursty(users, quanta, 10, 5)
@@ -55,8 +56,9 @@ fn a_crash_mid_quantum_is_survived() {
     }
     let fb = offload.fallback().unwrap();
     assert_eq!(fb.quantum, 5);
-    assert!(fb.reason.contains("no completion"), "{}", fb.reason);
-    assert!(emu.stop().is_err(), "the emulator thread reports the injected crash");
+    assert_eq!(fb.error.kind(), "timeout", "{fb}");
+    assert!(fb.to_string().contains("no completion"), "{fb}");
+    assert_eq!(emu.stop(), Err(Stopped::Crashed), "the emulator thread reports the injected crash");
 }
 
 #[test]
@@ -65,6 +67,6 @@ fn bad_fault_specs_are_refused_with_the_reason() {
         [("late", "KIND@QUANTUM"), ("melt@3", "use late"), ("late@x", "not a quantum"), ("late@0", "from 1")]
     {
         let e = spec.parse::<Fault>().unwrap_err();
-        assert!(e.contains(words), "{spec}: {e}");
+        assert!(e.0.contains(words), "{spec}: {e}");
     }
 }

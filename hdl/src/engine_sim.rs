@@ -1,21 +1,12 @@
-//! A cycle-accurate driver for the RustHDL model of the engine: it steps the clock and
-//! talks to the block through its own handshakes (demand beats, results with
-//! back-pressure, the credit port), the way an FPGA shell would. Tests, `fairshare hdl
-//! cycles` and the `rtl-sim` backend use it.
+//! The engine simulated cycle by cycle: a driver for the RustHDL model that steps the
+//! clock and talks to the block through its own handshakes (demand beats, results with
+//! back-pressure, the credit port), the way an FPGA shell would. It is production code,
+//! not only a test aid: the `rtl-sim` backend, the emulator's RTL model and `fairshare
+//! hdl cycles` run quanta through it (as an `Accelerator`, see [`crate::catalog`]).
 
 use crate::engine::Engine;
+use fairshare_abi::QuantumOutput;
 use rust_hdl::prelude::*;
-
-/// What one quantum on the engine returned.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EngineResult {
-    /// Allocation per user.
-    pub alloc: Vec<u32>,
-    /// Credits per user after the quantum.
-    pub credits: Vec<u32>,
-    /// Cycles the engine reported for the quantum.
-    pub cycles: u32,
-}
 
 /// The engine refused the quantum with this status code (see
 /// [`crate::engine::error_code`]); its credits are unchanged.
@@ -124,7 +115,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         fair: u32,
         guaranteed: u32,
         demand: &[u32],
-    ) -> Result<EngineResult, EngineError> {
+    ) -> Result<QuantumOutput, EngineError> {
         let n = demand.len();
         let u = &mut self.uut;
         u.mode.next = (mode as u64).into();
@@ -191,6 +182,6 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
             return Err(EngineError(code));
         }
         assert_eq!(alloc.len(), n, "engine emitted {} results for {n} users", alloc.len());
-        Ok(EngineResult { alloc, credits, cycles: self.uut.cycles.val().to_u64() as u32 })
+        Ok(QuantumOutput { alloc, credits, cycles: self.uut.cycles.val().to_u64() as u32 })
     }
 }

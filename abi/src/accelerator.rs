@@ -1,0 +1,170 @@
+//! The seam between the host and anything that computes quanta in device words: the
+//! [`Accelerator`] trait, implemented directly by the RustHDL engine in process, the
+//! emulator's shared-memory device and a device behind VFIO, and the one error type
+//! they all return.
+
+use crate::admission::{Limits, Refusal};
+use crate::registers::{status, Mode};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Results of one quantum, per user, in device words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuantumOutput {
+    /// Allocations.
+    pub alloc: Vec<u32>,
+    /// Credits after the quantum.
+    pub credits: Vec<u32>,
+    /// Clock cycles the device reports for the quantum (0 where it counts none).
+    pub cycles: u32,
+}
+
+/// Why a device did not give a usable answer. The host's offload backend stops using a
+/// device after any of these and says which.
+#[derive(Clone, Debug)]
+pub enum DeviceError {
+    /// No completion (or credit acknowledgement) within the timeout.
+    Timeout {
+        /// What was waited for (e.g. `sequence number 7`).
+        what: String,
+        /// How long.
+        after: Duration,
+    },
+    /// The device refused the quantum with a status code (see [`status`]).
+    Refused {
+        /// `STATUS.error`.
+        code: u32,
+    },
+    /// The device broke the protocol: a completion with another sequence number, a
+    /// buffer address outside the mapping, a checkpoint that differs from what was
+    /// written, a result of the wrong length.
+    Protocol(String),
+    /// The device's result failed the host's check: it differs from the software's, or
+    /// breaks an invariant of the policy.
+    Verification(String),
+    /// The pool or quantum does not fit the device (the admission rule, equal shares,
+    /// whole balances); nothing was sent.
+    Unsupported(String),
+    /// An operating-system error while talking to the device.
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: Arc<std::io::Error>,
+    },
+}
+
+impl DeviceError {
+    /// A one-word name of the kind, for metrics and JSON (`timeout`, `refused`,
+    /// `protocol`, `verification`, `unsupported`, `io`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DeviceError::Timeout { .. } => "timeout",
+            DeviceError::Refused { .. } => "refused",
+            DeviceError::Protocol(_) => "protocol",
+            DeviceError::Verification(_) => "verification",
+            DeviceError::Unsupported(_) => "unsupported",
+            DeviceError::Io { .. } => "io",
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceError::Timeout { what, after } => write!(f, "{what}: no completion within {after:?}"),
+            DeviceError::Refused { code } => {
+                write!(f, "the device refused the quantum: status code {code} ({})", status::describe(*code))
+            }
+            DeviceError::Protocol(what) => write!(f, "protocol violation: {what}"),
+            DeviceError::Verification(what) => write!(f, "wrong result: {what}"),
+            DeviceError::Unsupported(what) => write!(f, "does not fit the device: {what}"),
+            DeviceError::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DeviceError::Io { source, .. } => Some(&**source),
+            _ => None,
+        }
+    }
+}
+
+impl From<Refusal> for DeviceError {
+    fn from(r: Refusal) -> Self {
+        DeviceError::Unsupported(r.to_string())
+    }
+}
+
+/// A device that computes quanta in its words: equal shares (Algorithm 1 for Karma),
+/// whole credits below [`crate::WORD_LIMIT`], balances kept on the device from quantum
+/// to quantum.
+pub trait Accelerator {
+    /// Where it is, for messages (`rtl-sim (4 lanes, 64 users)`, `emulator:PATH`,
+    /// `vfio:ADDR`).
+    fn label(&self) -> String;
+    /// What it takes (see [`crate::admit`]).
+    fn limits(&self) -> Limits;
+    /// Restores the balances of users `0 .. credits.len()`.
+    fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceError>;
+    /// Checkpoints the balances of users `0 .. n`.
+    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError>;
+    /// One quantum of `mode` with fair share `fair` and guaranteed share `guaranteed`
+    /// for every user: allocations and credits after. A quantum that [`crate::admit`]
+    /// refuses is answered with [`DeviceError::Refused`] and changes nothing.
+    fn quantum(&mut self, mode: Mode, fair: u32, guaranteed: u32, demand: &[u32])
+        -> Result<QuantumOutput, DeviceError>;
+}
+
+impl<A: Accelerator + ?Sized> Accelerator for Box<A> {
+    fn label(&self) -> String {
+        (**self).label()
+    }
+    fn limits(&self) -> Limits {
+        (**self).limits()
+    }
+    fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceError> {
+        (**self).write_credits(credits)
+    }
+    fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
+        (**self).read_credits(n)
+    }
+    fn quantum(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<QuantumOutput, DeviceError> {
+        (**self).quantum(mode, fair, guaranteed, demand)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_what_happened_and_keep_their_source() {
+        let e = DeviceError::Refused { code: status::DEMAND };
+        assert_eq!(e.to_string(), "the device refused the quantum: status code 3 (a demand is at or above 2^31)");
+        let io = DeviceError::Io { what: "mapping BAR0".into(), source: Arc::new(std::io::Error::other("gone")) };
+        assert_eq!(io.to_string(), "mapping BAR0: gone");
+        assert!(std::error::Error::source(&io).is_some());
+        let kinds: Vec<_> = [
+            DeviceError::Timeout { what: "x".into(), after: Duration::from_millis(1) },
+            e,
+            DeviceError::Protocol("p".into()),
+            DeviceError::Verification("v".into()),
+            DeviceError::Unsupported("u".into()),
+            io,
+        ]
+        .iter()
+        .map(DeviceError::kind)
+        .collect();
+        assert_eq!(kinds, ["timeout", "refused", "protocol", "verification", "unsupported", "io"]);
+    }
+}

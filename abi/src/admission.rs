@@ -1,0 +1,160 @@
+//! The one admission rule: whether a quantum fits a device, and if not, the status code
+//! the device answers. The RustHDL engine implements exactly these checks in hardware
+//! (in this order: users, guaranteed share, fair share, mode, then credits, demands,
+//! pool size); its software model and the emulator call [`admit`]; the host calls it
+//! before it sends a quantum, so that a quantum the device would refuse runs on
+//! software instead, with the reason named.
+
+use crate::registers::{mode, status};
+
+/// Every demand, share, balance and the pool size a device computes with is below this
+/// (2^31): a 32-bit word with one bit of headroom for the data path's sums.
+pub const WORD_LIMIT: u64 = 1 << 31;
+
+/// The largest value of a device word: 2^31 - 1.
+pub const WORD_MAX: u64 = WORD_LIMIT - 1;
+
+/// What a device offers, as far as admission is concerned (its `MAX_USERS` and
+/// `CAPS.modes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most users per quantum.
+    pub max_users: usize,
+    /// Supported modes, bit `m` for mode `m` (`CAPS.modes`).
+    pub modes: u32,
+}
+
+/// Why a device does not take a quantum: the status code it answers, and the value
+/// that does not fit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The code of [`status`] the device answers.
+    pub code: u32,
+    /// What does not fit, naming the value (and the user, where one is to blame).
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (status code {}: {})", self.reason, self.code, status::describe(self.code))
+    }
+}
+
+fn refuse(code: u32, reason: String) -> Result<(), Refusal> {
+    Err(Refusal { code, reason })
+}
+
+/// The checks that depend on the configuration only: `users` users, mode word
+/// `mode_word`, fair share `fair` and guaranteed share `guaranteed` of every user.
+pub fn admit_config(limits: &Limits, mode_word: u32, users: usize, fair: u64, guaranteed: u64) -> Result<(), Refusal> {
+    if users == 0 || users > limits.max_users {
+        return refuse(status::USERS, format!("{users} users; the device holds 1 to {}", limits.max_users));
+    }
+    if guaranteed > fair {
+        return refuse(status::GUARANTEED, format!("guaranteed share {guaranteed} is above the fair share {fair}"));
+    }
+    if fair == 0 || fair >= WORD_LIMIT {
+        return refuse(status::CAPACITY, format!("fair share {fair}; a device takes 1 to {WORD_MAX}"));
+    }
+    if mode_word >= 32 || limits.modes >> mode_word & 1 == 0 {
+        return refuse(status::MODE, format!("mode {mode_word} is not one the device computes"));
+    }
+    Ok(())
+}
+
+/// Whether a device of `limits` takes one quantum: the configuration as in
+/// [`admit_config`], then each user's balance before the quantum (`credits`, Karma
+/// only: it and what it may earn this quantum must stay below [`WORD_LIMIT`]), each
+/// demand, and the pool size (`users x fair`, except in strict partitioning, which
+/// never adds shares up). `credits` and `demand` have one entry per user.
+pub fn admit<T: Copy + Into<u64>>(
+    limits: &Limits,
+    mode_word: u32,
+    fair: u64,
+    guaranteed: u64,
+    credits: &[T],
+    demand: &[T],
+) -> Result<(), Refusal> {
+    let n = demand.len();
+    admit_config(limits, mode_word, n, fair, guaranteed)?;
+    if mode_word == mode::KARMA {
+        if credits.len() != n {
+            return refuse(status::USERS, format!("{} balances for {n} users", credits.len()));
+        }
+        for (u, (&c, &d)) in credits.iter().zip(demand).enumerate() {
+            let (c, d): (u64, u64) = (c.into(), d.into());
+            // The balance after the free credits, and after the most a donor can earn.
+            let with_free = c + (fair - guaranteed);
+            let earned = if d < guaranteed { with_free + (guaranteed - d) } else { with_free };
+            if c >= WORD_LIMIT || earned >= WORD_LIMIT {
+                return refuse(
+                    status::CREDIT,
+                    format!("user {u} has {c} credits, which could reach {earned}; device balances stay below 2^31"),
+                );
+            }
+        }
+    }
+    if let Some((u, d)) = demand.iter().map(|&d| d.into()).enumerate().find(|&(_, d)| d >= WORD_LIMIT) {
+        return refuse(status::DEMAND, format!("user {u} demands {d} slices; a device takes at most {WORD_MAX}"));
+    }
+    if mode_word != mode::STRICT && n as u64 * fair >= WORD_LIMIT {
+        return refuse(
+            status::CAPACITY,
+            format!("a pool of {n} x {fair} = {} slices; a device sums at most {WORD_MAX}", n as u64 * fair),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registers::ALL_MODES;
+
+    const DEV: Limits = Limits { max_users: 8, modes: ALL_MODES };
+
+    fn code(r: Result<(), Refusal>) -> u32 {
+        r.err().map_or(status::NONE, |r| r.code)
+    }
+
+    #[test]
+    fn configuration_checks_come_first_in_the_engines_order() {
+        assert_eq!(code(admit::<u32>(&DEV, mode::KARMA, 2, 1, &[], &[])), status::USERS);
+        assert_eq!(code(admit::<u32>(&DEV, mode::KARMA, 2, 1, &[0; 9], &[0; 9])), status::USERS);
+        // Users before the guaranteed share, the guaranteed share before the fair share.
+        assert_eq!(code(admit::<u32>(&DEV, 3, 0, 1, &[0], &[0])), status::GUARANTEED);
+        assert_eq!(code(admit::<u32>(&DEV, 3, 0, 0, &[0], &[0])), status::CAPACITY);
+        assert_eq!(code(admit::<u64>(&DEV, mode::KARMA, WORD_LIMIT, 0, &[0], &[0])), status::CAPACITY);
+        assert_eq!(code(admit::<u32>(&DEV, 3, 2, 1, &[0], &[0])), status::MODE);
+        let karma_only = Limits { max_users: 8, modes: 1 };
+        assert_eq!(code(admit::<u32>(&karma_only, mode::MAXMIN, 2, 1, &[0], &[0])), status::MODE);
+        assert_eq!(code(admit::<u32>(&DEV, mode::KARMA, 2, 1, &[5, 5], &[1, 9])), status::NONE);
+    }
+
+    #[test]
+    fn credits_demands_and_pool_size_are_checked_against_the_word_limit() {
+        let top = WORD_MAX;
+        // A balance that the free credits (f - g = 1) push to 2^31.
+        assert_eq!(code(admit::<u64>(&DEV, mode::KARMA, 2, 1, &[top - 1], &[1])), status::NONE);
+        assert_eq!(code(admit::<u64>(&DEV, mode::KARMA, 2, 1, &[top], &[1])), status::CREDIT);
+        // A donor (demand 0 below g = 1) may earn one more.
+        assert_eq!(code(admit::<u64>(&DEV, mode::KARMA, 2, 1, &[top - 2], &[0])), status::NONE);
+        assert_eq!(code(admit::<u64>(&DEV, mode::KARMA, 2, 1, &[top - 1], &[0])), status::CREDIT);
+        // Balances do not matter outside Karma.
+        assert_eq!(code(admit::<u64>(&DEV, mode::MAXMIN, 2, 1, &[u64::MAX], &[1])), status::NONE);
+        assert_eq!(code(admit::<u64>(&DEV, mode::MAXMIN, 2, 1, &[0], &[WORD_LIMIT])), status::DEMAND);
+        // Credits are checked before demands.
+        assert_eq!(code(admit::<u64>(&DEV, mode::KARMA, 2, 1, &[top], &[WORD_LIMIT])), status::CREDIT);
+        let half = WORD_LIMIT / 2;
+        assert_eq!(code(admit::<u64>(&DEV, mode::MAXMIN, half, 0, &[0, 0], &[0, 0])), status::CAPACITY);
+        assert_eq!(code(admit::<u64>(&DEV, mode::STRICT, half, 0, &[0, 0], &[0, 0])), status::NONE);
+        assert_eq!(code(admit::<u64>(&DEV, mode::MAXMIN, half - 1, 0, &[0, 0], &[0, 0])), status::NONE);
+    }
+
+    #[test]
+    fn a_refusal_names_the_value_and_the_code() {
+        let r = admit::<u64>(&DEV, mode::KARMA, 2, 1, &[0, 0, 7], &[1, 2, WORD_LIMIT]).unwrap_err();
+        let text = r.to_string();
+        assert!(text.contains("user 2") && text.contains("2147483648") && text.contains("status code 3"), "{text}");
+    }
+}

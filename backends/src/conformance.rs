@@ -1,0 +1,58 @@
+//! Golden-vector cases run on a device itself (the RustHDL engine, the emulator, a VFIO
+//! device): credits restored once, then carried by the device from quantum to quantum,
+//! every result compared with the vector. There is no fallback here: this checks the
+//! device, and a fault is a mismatch.
+
+use crate::{Backend, BackendError};
+use fairshare::offload::{device_shape, mode_of, DeviceShape};
+use fairshare::vectors::{Mismatch, VectorCase};
+use fairshare::{Allocator, Credits, Outcome, Policy};
+use fairshare_abi::{self as abi, DeviceError};
+use std::time::Duration;
+
+/// Why a case cannot run on a device (it is skipped, not failed).
+#[derive(Debug, thiserror::Error)]
+pub enum Skip {
+    /// The case's pool or demands do not fit the device (unequal shares, words beyond
+    /// 2^31, more users than it holds), or no engine of the catalog holds it.
+    #[error("{0}")]
+    DoesNotFit(String),
+}
+
+/// A case in device words for a device of `limits`, or why it cannot run there (the
+/// offload backend's rule, `fairshare::offload::device_shape`, and the ABI's admission
+/// rule for every demand).
+fn device_case(case: &VectorCase, limits: &abi::Limits) -> Result<DeviceShape, Skip> {
+    let config = case.config().map_err(Skip::DoesNotFit)?;
+    let pool = Allocator::new(config, Policy::Karma).map_err(|e| Skip::DoesNotFit(e.to_string()))?;
+    let shape = device_shape(&pool, limits).map_err(|e| Skip::DoesNotFit(e.to_string()))?;
+    if let Some(d) = case.quanta.iter().flat_map(|q| &q.demand).find(|&&d| d > abi::WORD_MAX) {
+        return Err(Skip::DoesNotFit(format!("a demand of {d}, above the device's {}", abi::WORD_MAX)));
+    }
+    Ok(shape)
+}
+
+/// The case's mismatches on `backend` (a device backend), or why it was skipped.
+/// Faults, and a backend that cannot be opened, are mismatches of the case.
+pub fn check_on_device(case: &VectorCase, backend: &Backend, timeout: Duration) -> Result<Vec<Mismatch>, Skip> {
+    let mut device = match backend.accelerator(case.fair_share.len(), timeout) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Ok(vec![case_error(case, "not a device backend".into())]),
+        Err(BackendError::NoEngine(e)) => return Err(Skip::DoesNotFit(e.to_string())),
+        Err(e) => return Ok(vec![case_error(case, e.to_string())]),
+    };
+    let shape = device_case(case, &device.limits())?;
+    if let Err(e) = device.write_credits(&shape.credits) {
+        return Ok(vec![case_error(case, format!("restoring credits: {e}"))]);
+    }
+    Ok(case.check(|_, demand, _| {
+        let d: Vec<u32> = demand.iter().map(|&x| x as u32).collect();
+        let out = device.quantum(mode_of(Policy::Karma), shape.fair, shape.guaranteed, &d)?;
+        let credits = out.credits.iter().map(|&c| Credits::from_int(c as i64).unwrap_or_default()).collect();
+        Ok::<_, DeviceError>(Outcome { alloc: out.alloc.iter().map(|&a| a as u64).collect(), credits })
+    }))
+}
+
+fn case_error(case: &VectorCase, e: String) -> Mismatch {
+    Mismatch { case: case.name.clone(), quantum: 0, user: None, field: "error", expected: "a result".into(), got: e }
+}
