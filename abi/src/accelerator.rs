@@ -35,6 +35,9 @@ pub enum DeviceError {
         /// `STATUS.error`.
         code: u32,
     },
+    /// The device is gone: the process serving it ended, or the link to it closed. Said
+    /// as soon as it is noticed, without waiting out a timeout.
+    Gone(String),
     /// The device broke the protocol: a completion with another sequence number, a
     /// buffer address outside the mapping, a checkpoint that differs from what was
     /// written, a result of the wrong length.
@@ -55,12 +58,13 @@ pub enum DeviceError {
 }
 
 impl DeviceError {
-    /// A one-word name of the kind, for metrics and JSON (`timeout`, `refused`,
+    /// A one-word name of the kind, for metrics and JSON (`timeout`, `refused`, `gone`,
     /// `protocol`, `verification`, `unsupported`, `io`).
     pub fn kind(&self) -> &'static str {
         match self {
             DeviceError::Timeout { .. } => "timeout",
             DeviceError::Refused { .. } => "refused",
+            DeviceError::Gone(_) => "gone",
             DeviceError::Protocol(_) => "protocol",
             DeviceError::Verification(_) => "verification",
             DeviceError::Unsupported(_) => "unsupported",
@@ -76,6 +80,7 @@ impl std::fmt::Display for DeviceError {
             DeviceError::Refused { code } => {
                 write!(f, "the device refused the quantum: status code {code} ({})", status::describe(*code))
             }
+            DeviceError::Gone(what) => f.write_str(what),
             DeviceError::Protocol(what) => write!(f, "protocol violation: {what}"),
             DeviceError::Verification(what) => write!(f, "wrong result: {what}"),
             DeviceError::Unsupported(what) => write!(f, "does not fit the device: {what}"),
@@ -157,6 +162,7 @@ mod tests {
         let kinds: Vec<_> = [
             DeviceError::Timeout { what: "x".into(), after: Duration::from_millis(1) },
             e,
+            DeviceError::Gone("g".into()),
             DeviceError::Protocol("p".into()),
             DeviceError::Verification("v".into()),
             DeviceError::Unsupported("u".into()),
@@ -165,6 +171,6 @@ mod tests {
         .iter()
         .map(DeviceError::kind)
         .collect();
-        assert_eq!(kinds, ["timeout", "refused", "protocol", "verification", "unsupported", "io"]);
+        assert_eq!(kinds, ["timeout", "refused", "gone", "protocol", "verification", "unsupported", "io"]);
     }
 }

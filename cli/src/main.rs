@@ -200,7 +200,8 @@ enum Command {
     /// `emulator:PATH`) until killed: the register map of abi/REGISTERS.md, each
     /// quantum computed by the RustHDL engine or its software model.
     DeviceSim {
-        /// The shared-memory file to create.
+        /// The Unix socket to serve the device's shared memory on. An existing path is
+        /// replaced only if it is the socket of an emulator that is gone.
         #[arg(long)]
         shm: PathBuf,
         /// What computes the quanta.
@@ -353,13 +354,18 @@ fn device_sim(
     let mut emu = fairshare_emulator::Emulator::create(shm, users, lanes, model, faults)?;
     emu.late_by = Duration::from_millis(late_ms);
     eprintln!(
-        "device-sim: {model:?} model, {lanes} lanes, up to {} users, serving {} (stop with Ctrl-C)",
+        "device-sim: {model:?} model, {lanes} lanes, up to {} users, serving the socket {} (stop with Ctrl-C or SIGTERM)",
         emu.max_users(),
         shm.display()
     );
     println!("ready");
     std::io::stdout().flush().map_err(|e| CliError::Io(e.to_string()))?;
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    // SIGINT and SIGTERM stop serving; the emulator then removes its socket.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, std::sync::Arc::clone(&stop))
+            .map_err(|e| CliError::Io(format!("installing the handler of signal {signal}: {e}")))?;
+    }
     if let Err(fairshare_emulator::Stopped::Crashed) = emu.serve(&stop) {
         // As a device that dies: no clean-up, the process ends at once.
         std::process::exit(70);

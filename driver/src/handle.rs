@@ -84,6 +84,12 @@ pub enum OpenError {
         /// What to do.
         hint: &'static str,
     },
+    /// Another host is attached to the emulator (one host at a time).
+    #[error("another host is attached to the emulator at {path}; it serves one host at a time")]
+    Busy {
+        /// The emulator's socket.
+        path: String,
+    },
     /// Some other I/O failure, with context.
     #[error("{what}: {source}")]
     Io {
@@ -115,6 +121,8 @@ pub struct DeviceHandle {
     pub timeout: Duration,
     label: String,
     _owner: Option<Box<dyn std::any::Any + Send>>,
+    /// Whether whatever serves the device is still there, and what to say if not.
+    liveness: Option<(Box<dyn Fn() -> bool + Send>, String)>,
 }
 
 impl DeviceHandle {
@@ -190,6 +198,7 @@ impl DeviceHandle {
             timeout: Duration::from_secs(2),
             label,
             _owner: owner,
+            liveness: None,
         };
         for (lo, hi, off) in [
             (abi::DEMAND_ADDR_LO, abi::DEMAND_ADDR_HI, dev.layout.demand),
@@ -209,6 +218,18 @@ impl DeviceHandle {
 
     fn reg_read(&self, offset: u32) -> Result<u32, OutOfBounds> {
         self.bar.read32(offset as usize)
+    }
+
+    /// Checks `alive` about every millisecond while waiting for the device, and fails
+    /// with [`DeviceError::Gone`] (saying `gone`) as soon as it returns false.
+    pub fn set_liveness(&mut self, alive: Box<dyn Fn() -> bool + Send>, gone: String) {
+        self.liveness = Some((alive, gone));
+    }
+
+    /// Keeps `owner` alive as long as the handle (what the mappings need, such as a
+    /// VFIO container or the emulator's connection).
+    pub fn keep(&mut self, owner: Box<dyn std::any::Any + Send>) {
+        self._owner = Some(owner);
     }
 
     /// The capabilities read at attach time.
@@ -282,9 +303,19 @@ impl DeviceHandle {
     ) -> Result<(), DeviceError> {
         let start = Instant::now();
         let backoff = Backoff::new();
+        let mut checked = start;
         while !done(self)? {
-            if start.elapsed() > self.timeout {
+            let now = Instant::now();
+            if now - start > self.timeout {
                 return Err(DeviceError::Timeout { what: what(), after: self.timeout });
+            }
+            if let Some((alive, gone)) = &self.liveness {
+                if now - checked > Duration::from_millis(1) {
+                    checked = now;
+                    if !alive() {
+                        return Err(DeviceError::Gone(gone.clone()));
+                    }
+                }
             }
             if backoff.is_completed() {
                 std::thread::sleep(Duration::from_micros(20));

@@ -18,13 +18,15 @@
 use crossbeam::utils::Backoff;
 use fairshare_abi::{self as abi, Accelerator, Completion, DeviceError, Mode};
 use fairshare_driver::mmio::{barrier, OutOfBounds, Region};
-use fairshare_driver::shm;
+use fairshare_driver::shm::{self, ClaimError};
 use fairshare_hdl::catalog::{self, HdlError, SimulatedEngine, SoftwareEngine};
 use std::fs::File;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use std::time::Instant;
 
 /// Why an emulator could not start.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +34,10 @@ pub enum EmulatorError {
     /// No engine of that shape.
     #[error(transparent)]
     Shape(#[from] HdlError),
-    /// Creating, mapping or renaming the shared-memory file failed.
+    /// The socket path is taken by something that must not be replaced.
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
+    /// Creating or mapping the device memory failed.
     #[error("{what}: {source}")]
     Io {
         /// What was being done, naming the file.
@@ -127,7 +132,10 @@ impl FromStr for Fault {
 
 /// A device served over a shared-memory file.
 pub struct Emulator {
-    _file: File,
+    memory: File,
+    listener: UnixListener,
+    /// The host attached now (one at a time).
+    client: Option<UnixStream>,
     path: PathBuf,
     bar: Region,
     dma: Region,
@@ -160,9 +168,10 @@ impl Emulator {
             }
         };
         let max_users = engine.capacity();
-        let tmp = path.with_extension("creating");
-        let (file, bar, dma) = shm::create(&tmp, max_users)
-            .map_err(|source| EmulatorError::Io { what: format!("creating {}", tmp.display()), source })?;
+        let (memory, bar, dma) = shm::create_memory(max_users).map_err(|source| EmulatorError::Io {
+            what: "creating the device memory (a sealed memfd)".into(),
+            source,
+        })?;
         let init = [
             (abi::VERSION.offset, abi::VERSION_VALUE),
             (abi::MAX_USERS.offset, max_users as u32),
@@ -174,12 +183,16 @@ impl Emulator {
         barrier();
         bar.write32(abi::MAGIC.offset as usize, abi::MAGIC_VALUE)?;
         barrier();
-        std::fs::rename(&tmp, path).map_err(|source| EmulatorError::Io {
-            what: format!("renaming {} to {}", tmp.display(), path.display()),
+        // Only a complete device is announced: the socket appears last.
+        let listener = shm::claim(path)?;
+        listener.set_nonblocking(true).map_err(|source| EmulatorError::Io {
+            what: format!("making the socket {} non-blocking", path.display()),
             source,
         })?;
         Ok(Emulator {
-            _file: file,
+            memory,
+            listener,
+            client: None,
             path: path.to_path_buf(),
             bar,
             dma,
@@ -217,10 +230,16 @@ impl Emulator {
 
     /// Serves until `stop` is set (or an injected crash). Polls the doorbell and the
     /// credit command registers; when idle it spins with exponential back-off, then
-    /// yields (crossbeam's [`Backoff`]), then sleeps 50 us between polls.
+    /// yields (crossbeam's [`Backoff`]), then sleeps 50 us between polls. About every
+    /// millisecond it answers hosts that connect and notices one that left.
     pub fn serve(&mut self, stop: &AtomicBool) -> Result<(), Stopped> {
         let backoff = Backoff::new();
+        let mut checked = Instant::now();
         while !stop.load(Ordering::Relaxed) {
+            if checked.elapsed() > Duration::from_millis(1) {
+                checked = Instant::now();
+                self.connections();
+            }
             if self.poll()? {
                 backoff.reset();
             } else if backoff.is_completed() {
@@ -230,6 +249,25 @@ impl Emulator {
             }
         }
         Ok(())
+    }
+
+    /// Frees the device when its host left, and answers hosts that connect: the
+    /// device memory for the first, a refusal while one is attached.
+    pub fn connections(&mut self) {
+        if self.client.as_ref().is_some_and(|c| !shm::peer_alive(c)) {
+            self.client = None;
+        }
+        while let Ok((stream, _)) = self.listener.accept() {
+            // A host that closed its connection just before this one came is gone.
+            if self.client.as_ref().is_some_and(|c| !shm::peer_alive(c)) {
+                self.client = None;
+            }
+            if self.client.is_some() {
+                shm::refuse(stream);
+            } else if shm::grant(&stream, &self.memory).is_ok() {
+                self.client = Some(stream);
+            }
+        }
     }
 
     /// Handles one pending doorbell or credit command; false when there was none.
@@ -359,7 +397,7 @@ impl Emulator {
 
 impl Drop for Emulator {
     fn drop(&mut self) {
-        // A host that opens the path later must not find a device that is gone.
+        // A host that connects later must not find a device that is gone.
         let _ = std::fs::remove_file(&self.path);
     }
 }

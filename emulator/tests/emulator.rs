@@ -56,8 +56,10 @@ fn a_crash_mid_quantum_is_survived() {
     }
     let fb = offload.fallback().unwrap();
     assert_eq!(fb.quantum, 5);
-    assert_eq!(fb.error.kind(), "timeout", "{fb}");
-    assert!(fb.to_string().contains("no completion"), "{fb}");
+    // The crashed emulator drops its end of the connection, so the handle sees it gone
+    // within a millisecond instead of waiting out its 200 ms timeout.
+    assert_eq!(fb.error.kind(), "gone", "{fb}");
+    assert!(fb.to_string().contains("is gone"), "{fb}");
     assert_eq!(emu.stop(), Err(Stopped::Crashed), "the emulator thread reports the injected crash");
 }
 
