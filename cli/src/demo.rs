@@ -41,7 +41,7 @@ struct ExampleRow {
     maxmin_alloc: Vec<u64>,
 }
 
-/// The paper's worked example (`shared/spec/karma.md`): 3 users, f = 2, alpha = 1/2,
+/// The paper's worked example (`docs/spec/karma.md`): 3 users, f = 2, alpha = 1/2,
 /// 6 initial credits, five quanta.
 const EXAMPLE_DEMANDS: [[u64; 3]; 5] = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
 
@@ -89,7 +89,7 @@ pub fn run(req: &DemoRequest) -> Result<(), CliError> {
         conformance: false,
     };
     let c = compare::evaluate(&setup, std::slice::from_ref(&req.backend), req.device)?;
-    let rows = compare::rows(&c);
+    let rows = fairshare_report::comparison::rows(&c);
     let config = PoolConfig::equal(req.users, req.fair_share, req.alpha, req.initial_credits)?;
     let Example { rows: example, karma_totals, maxmin_totals } = paper_example()?;
     if req.json {
@@ -113,9 +113,9 @@ pub fn run(req: &DemoRequest) -> Result<(), CliError> {
         req.quanta,
         req.seed
     );
-    let (header, cells) = compare::cells(&rows, false);
+    let (header, cells) = fairshare_report::comparison::cells(&rows, false);
     print!("{}", table(&header, &cells));
-    println!("\n{}\n", compare::DEFINITIONS);
+    println!("\n{}\n", fairshare_report::comparison::DEFINITIONS);
     println!("The paper's worked example (Figures 2 and 3): 3 users, fair share 2, alpha 0.5, 6 initial credits\n");
     let mut cells: Vec<Vec<String>> = example
         .iter()

@@ -13,7 +13,6 @@ mod hdl;
 mod input;
 mod multi;
 mod output;
-mod plots;
 mod replay;
 mod selftest;
 
@@ -44,6 +43,9 @@ pub enum CliError {
     /// No engine of the asked shape, or no Verilog for it.
     #[error(transparent)]
     Hdl(#[from] fairshare_hdl::catalog::HdlError),
+    /// A report could not be written, or its destination is not one to replace.
+    #[error(transparent)]
+    Report(#[from] fairshare_report::ReportError),
     /// The emulator could not start.
     #[error(transparent)]
     Emulator(#[from] fairshare_emulator::EmulatorError),
@@ -170,7 +172,7 @@ enum Command {
     Multi {
         /// Policy: drf, drfh, drfh-firstfit, drfh-bestfit, psdsf-rdm, psdsf-tdm, tsf, cdrf, ddrf, bbf.
         #[arg(long, value_parser = parse_multi_policy)]
-        policy: fairshare::multi::MultiPolicy,
+        policy: fairshare_multi::MultiPolicy,
         /// The instance file (JSON: resources, servers, users).
         #[arg(long)]
         instance: PathBuf,
@@ -332,7 +334,7 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
 }
 
-fn parse_multi_policy(s: &str) -> Result<fairshare::multi::MultiPolicy, String> {
+fn parse_multi_policy(s: &str) -> Result<fairshare_multi::MultiPolicy, String> {
     s.parse()
 }
 

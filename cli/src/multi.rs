@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use fairshare::multi::{self, Allocation, Instance, MultiPolicy, Report};
+use fairshare_multi::{Allocation, Instance, MultiPolicy, Report};
 use serde_json::{json, Map, Value};
 
 use crate::output::table;
@@ -15,17 +15,35 @@ pub fn load(path: &Path) -> Result<Instance, CliError> {
     Instance::from_json(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
 }
 
-fn users_json(inst: &Instance, a: &Allocation) -> Vec<Value> {
+/// A task count as JSON: an integer for policies of whole tasks, else a real.
+fn tasks_json(t: f64, whole: bool) -> Value {
+    if whole {
+        json!(t.round() as u64)
+    } else {
+        json!(t)
+    }
+}
+
+/// A task count in a table: an integer for policies of whole tasks, else 6 decimals.
+fn tasks_cell(t: f64, whole: bool) -> String {
+    if whole {
+        format!("{t:.0}")
+    } else {
+        format!("{t:.6}")
+    }
+}
+
+fn users_json(inst: &Instance, a: &Allocation, whole: bool) -> Vec<Value> {
     (0..inst.n_users())
         .map(|n| {
             let per_server = a.per_server.as_ref().map(|x| {
                 let map: Map<String, Value> =
-                    inst.servers.iter().zip(&x[n]).map(|(s, &t)| (s.clone(), json!(t))).collect();
+                    inst.servers.iter().zip(&x[n]).map(|(s, &t)| (s.clone(), tasks_json(t, whole))).collect();
                 Value::Object(map)
             });
             json!({
                 "name": inst.users[n],
-                "tasks": a.totals[n],
+                "tasks": tasks_json(a.totals[n], whole),
                 "dominant_share": inst.dominant_share(n, a.totals[n]),
                 "per_server": per_server,
             })
@@ -33,7 +51,7 @@ fn users_json(inst: &Instance, a: &Allocation) -> Vec<Value> {
         .collect()
 }
 
-fn users_table(inst: &Instance, a: &Allocation) -> String {
+fn users_table(inst: &Instance, a: &Allocation, whole: bool) -> String {
     let mut header = vec!["user", "tasks", "dominant share"];
     if a.per_server.is_some() {
         header.extend(inst.servers.iter().map(String::as_str));
@@ -42,11 +60,11 @@ fn users_table(inst: &Instance, a: &Allocation) -> String {
         .map(|n| {
             let mut row = vec![
                 inst.users[n].clone(),
-                format!("{:.6}", a.totals[n]),
+                tasks_cell(a.totals[n], whole),
                 format!("{:.6}", inst.dominant_share(n, a.totals[n])),
             ];
             if let Some(x) = &a.per_server {
-                row.extend(x[n].iter().map(|t| format!("{t:.6}")));
+                row.extend(x[n].iter().map(|&t| tasks_cell(t, whole)));
             }
             row
         })
@@ -56,6 +74,7 @@ fn users_table(inst: &Instance, a: &Allocation) -> String {
 
 /// Prints the report as a table, or as JSON with `json`.
 fn print(inst: &Instance, report: &Report, json: bool) {
+    let whole = report.policy.whole_tasks();
     if json {
         let steps: Vec<Value> = report
             .steps
@@ -63,14 +82,14 @@ fn print(inst: &Instance, report: &Report, json: bool) {
             .enumerate()
             .map(|(k, a)| {
                 let arrived = inst.subset(&(0..=k).collect::<Vec<_>>());
-                json!({ "arrival": inst.users[k], "users": users_json(&arrived, a) })
+                json!({ "arrival": inst.users[k], "users": users_json(&arrived, a, whole) })
             })
             .collect();
         let mut out = json!({
             "policy": report.policy.name(),
             "method": report.method,
             "pooled": report.allocation.per_server.is_none(),
-            "users": users_json(inst, &report.allocation),
+            "users": users_json(inst, &report.allocation, whole),
             "ignored": report.ignored,
         });
         if !steps.is_empty() {
@@ -86,17 +105,18 @@ fn print(inst: &Instance, report: &Report, json: bool) {
     for (k, a) in report.steps.iter().enumerate() {
         let arrived = inst.subset(&(0..=k).collect::<Vec<_>>());
         println!("\nafter arrival {} ({}):", k + 1, inst.users[k]);
-        print!("{}", users_table(&arrived, a));
+        print!("{}", users_table(&arrived, a, whole));
     }
     if report.steps.is_empty() {
-        print!("{}", users_table(inst, &report.allocation));
+        print!("{}", users_table(inst, &report.allocation, whole));
     }
 }
 
 /// `fairshare multi --policy P --instance FILE [--json]`.
 pub fn run(policy: MultiPolicy, path: &Path, json: bool) -> Result<(), CliError> {
     let inst = load(path)?;
-    let report = multi::run(policy, &inst).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    let report =
+        fairshare_multi::run(policy, &inst).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
     for field in &report.ignored {
         eprintln!("fairshare: note: {policy} ignores {field}");
     }

@@ -3,16 +3,22 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{self, BufWriter, IsTerminal, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// Writes `path` through a temporary file in the same folder, renamed into place only
-/// when `write` succeeded.
+/// when `write` succeeded. The file gets the mode any new file gets (0666 less the
+/// umask: 0644 under the usual 022), not the temporary file's private 0600.
 pub fn write_atomically(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    // The kernel applies the umask to the mode asked for at creation, as for any file.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".fairshare-")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)?;
     {
         let mut out = BufWriter::new(tmp.as_file_mut());
         write(&mut out)?;
@@ -49,10 +55,8 @@ pub fn progress(len: usize, what: &str) -> ProgressBar {
     bar
 }
 
-/// Formats a ratio for tables.
-pub fn ratio(x: f64) -> String {
-    format!("{x:.3}")
-}
+/// Ratios print as they do in the report files.
+pub use fairshare_report::table::ratio;
 
 /// A plain text table: a header row and rows, columns padded to their widest cell.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {

@@ -39,7 +39,7 @@ fn workspace_dependencies() -> BTreeMap<String, Vec<String>> {
 #[test]
 fn crates_depend_only_on_what_their_concern_allows() {
     let deps = workspace_dependencies();
-    let forbidden: [(&str, &[&str]); 6] = [
+    let forbidden: [(&str, &[&str]); 8] = [
         // The device contract depends on nothing in the workspace.
         ("fairshare-abi", &["*"]),
         // The core library: semantics, offload; no way to reach a device, no RTL.
@@ -55,10 +55,25 @@ fn crates_depend_only_on_what_their_concern_allows() {
                 "fairshare-sim",
             ],
         ),
-        ("fairshare-sim", &["fairshare-hdl", "fairshare-driver", "fairshare-emulator", "fairshare-backends"]),
+        // The simulator depends on the core library only.
+        (
+            "fairshare-sim",
+            &[
+                "fairshare-hdl",
+                "fairshare-driver",
+                "fairshare-emulator",
+                "fairshare-backends",
+                "fairshare-multi",
+                "fairshare-report",
+            ],
+        ),
+        // Reports lay out results; they reach no device and no RTL.
+        ("fairshare-report", &["fairshare-hdl", "fairshare-driver", "fairshare-emulator", "fairshare-backends"]),
         ("fairshare-driver", &["fairshare", "fairshare-hdl", "fairshare-emulator", "fairshare-backends"]),
         ("fairshare-hdl", &["fairshare-driver", "fairshare-emulator", "fairshare-backends"]),
         ("fairshare-emulator", &["fairshare", "fairshare-backends", "fairshare-sim"]),
+        // The multi-resource policies stand alone.
+        ("fairshare-multi", &["*"]),
     ];
     for (krate, banned) in forbidden {
         let have = deps.get(krate).unwrap_or_else(|| panic!("no workspace crate {krate}"));
@@ -67,6 +82,7 @@ fn crates_depend_only_on_what_their_concern_allows() {
         }
     }
     assert!(deps["fairshare-abi"].is_empty());
+    assert_eq!(deps["fairshare-sim"], ["fairshare"], "the simulator depends on the core library only");
 }
 
 /// No public function of the device path returns `Result<_, String>`: errors there are

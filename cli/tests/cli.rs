@@ -412,3 +412,27 @@ fn selftest_without_vectors_runs_the_built_in_files() {
     }
     assert!(!stdout.contains("MISMATCH"), "{stdout}");
 }
+
+/// `--out` files get the mode a new file gets under the caller's umask (0644 under 022,
+/// 0600 under 077), not the temporary file's private 0600; no temporary file is left.
+#[test]
+fn replay_out_files_follow_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write(dir.path(), "trace.csv", &paper_trace());
+    for (umask, mode) in [("022", 0o644), ("077", 0o600), ("002", 0o664)] {
+        let out_path = dir.path().join(format!("out-{umask}.csv"));
+        let out = Command::new("sh")
+            .args(["-c", &format!("umask {umask} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_fairshare")])
+            .args(["replay", trace.to_str().unwrap(), "--fair-share", "2", "--out", out_path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let got = fs::metadata(&out_path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(got, mode, "umask {umask}: mode {got:o}, want {mode:o}");
+    }
+    let mut names: Vec<String> =
+        fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["out-002.csv", "out-022.csv", "out-077.csv", "trace.csv"]);
+}

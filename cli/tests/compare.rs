@@ -116,7 +116,7 @@ fn the_figure_2_workload_reproduces_the_papers_totals() {
     ]));
     assert_eq!(v["workload"]["users"], 3);
     let users = std::fs::read_to_string(out.join("users.csv")).expect("users.csv");
-    // shared/spec/karma.md: Karma 8, 8, 8; max-min 10, 9, 5.
+    // docs/spec/karma.md: Karma 8, 8, 8; max-min 10, 9, 5.
     let totals = |policy: &str| -> Vec<String> {
         users
             .lines()

@@ -195,3 +195,24 @@ fn invalid_instances_name_the_user_server_or_field() {
     let out = fairshare(&["multi", "--policy", "drx", "--instance", missing.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected one of drf, drfh"));
 }
+
+/// First-Fit and Best-Fit place whole tasks: their counts print as integers, in the table
+/// and in JSON; divisible policies keep their decimals.
+#[test]
+fn whole_task_policies_print_integers() {
+    for policy in ["drfh-firstfit", "drfh-bestfit"] {
+        let json = multi_json(policy, &example("cluster.json"));
+        for u in json["users"].as_array().unwrap() {
+            assert!(u["tasks"].is_u64(), "{policy}: {u}");
+            assert!(u["per_server"].as_object().unwrap().values().all(|v| v.is_u64()), "{policy}: {u}");
+        }
+        let table = fairshare(&["multi", "--policy", policy, "--instance", &example("cluster.json")]);
+        let text = String::from_utf8_lossy(&table.stdout);
+        let web = text.lines().find(|l| l.starts_with("web")).unwrap();
+        let cells: Vec<&str> = web.split_whitespace().collect();
+        // user, tasks, dominant share, then one cell per server: all integers but the share.
+        assert!(cells.iter().enumerate().skip(1).all(|(i, c)| i == 2 || c.parse::<u64>().is_ok()), "{web}");
+    }
+    let json = multi_json("drfh", &example("cluster.json"));
+    assert!(json["users"][0]["tasks"].is_f64(), "{json}");
+}

@@ -19,7 +19,6 @@ pub mod allocator;
 pub mod config;
 pub mod credits;
 pub mod error;
-pub mod multi;
 pub mod offload;
 pub mod policy;
 pub mod vectors;

@@ -1,4 +1,4 @@
-//! Golden test vectors (`vectors/*.json`, from `shared/vectors/`): the schema, and a
+//! Golden test vectors (`vectors/*.json`): the schema, and a
 //! runner that feeds each case through any quantum function and lists every mismatch.
 //! `fairshare selftest` and the test suite both use it, so a new backend (RTL
 //! simulation, emulated device, VFIO) is checked by the same code.

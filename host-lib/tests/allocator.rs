@@ -21,7 +21,7 @@ fn whole(credits: &[Credits]) -> Vec<i64> {
         .collect()
 }
 
-/// shared/spec/karma.md, "Worked example": the table as written there.
+/// docs/spec/karma.md, "Worked example": the table as written there.
 #[test]
 fn paper_worked_example_through_the_api() {
     let demands = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];

@@ -1,6 +1,6 @@
 //! Property tests on random instances (10,000 per property per run): the batched
 //! implementations against the literal oracles, and the invariants and theorems of
-//! `shared/spec/karma.md`. The instances include the edges: one user, all demands zero,
+//! `docs/spec/karma.md`. The instances include the edges: one user, all demands zero,
 //! demands up to u32::MAX, credits at or near zero, alpha 0 and 1, weights 1000x apart.
 
 #![allow(clippy::unwrap_used)]

@@ -1,4 +1,4 @@
-//! Every case of the golden vectors (`vectors/`, copied from `shared/vectors/`) through
+//! Every case of the golden vectors (`vectors/`) through
 //! both software implementations: allocations and credits exact.
 
 #![allow(clippy::unwrap_used)]

@@ -7,7 +7,6 @@
 //! ([`compare`]). Depends on the core library only.
 
 pub mod compare;
-pub mod font;
 pub mod metrics;
 pub mod workload;
 
@@ -22,7 +21,7 @@ pub use workload::Demands;
 ///
 /// ```
 /// use fairshare::{Alpha, PoolConfig, Policy};
-/// // The first two quanta of the paper's worked example (shared/spec/karma.md).
+/// // The first two quanta of the paper's worked example (docs/spec/karma.md).
 /// let config = PoolConfig::equal(3, 2, Alpha::new(1, 2)?, 6)?;
 /// let demands = vec![vec![3, 2, 1], vec![3, 0, 0]];
 /// let summary = fairshare_sim::run(Policy::Karma, &config, &demands, |_, _, _| {})?;

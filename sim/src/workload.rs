@@ -3,7 +3,7 @@
 //! `f` is the fair share; every result is `quanta x users` (`demands[q][u]`).
 //!
 //! One kind of user per generator, and [`bursty`], the mix that matches what production
-//! traces show (`shared/spec/karma.md`, last section): [`Workload`] names them all.
+//! traces show (`docs/spec/karma.md`, last section): [`Workload`] names them all.
 
 use std::fmt;
 use std::str::FromStr;
@@ -115,7 +115,7 @@ pub fn bursty_kind_name(u: usize) -> &'static str {
 }
 
 /// The mixed bursty workload of `fairshare demo`, `fairshare compare` and the benches,
-/// shaped like the production traces of the Karma paper (section 2; `shared/spec/karma.md`,
+/// shaped like the production traces of the Karma paper (section 2; `docs/spec/karma.md`,
 /// last section): 40-70% of users with a standard deviation of at least half their
 /// mean, about 20% at least their mean, and a few far beyond. The pool is contended:
 /// total demand averages about 1.1 times the pool.
@@ -184,7 +184,7 @@ pub fn diurnal(users: usize, quanta: usize, fair_share: u64, seed: u64) -> Deman
 
 /// The Karma paper's Figure 2: three users A, B, C with fair share 2 and the five quanta
 /// of demands `(3,2,1) (3,0,0) (0,3,0) (2,2,4) (2,3,5)`, repeated to `quanta` quanta.
-/// Its first five quanta are the worked example of `shared/spec/karma.md`.
+/// Its first five quanta are the worked example of `docs/spec/karma.md`.
 pub fn figure_2(quanta: usize) -> Demands {
     const FIVE: [[u64; 3]; 5] = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
     (0..quanta).map(|q| FIVE[q % 5].to_vec()).collect()

@@ -19,7 +19,7 @@ use fairshare_abi::Mode;
 use fairshare_backends::Backend;
 use fairshare_bench::{device_instance, karma_instance};
 use fairshare_emulator::{InProcess, Model};
-use plotters::prelude::*;
+use fairshare_report::chart::{LogLogChart, Series};
 
 /// The clock nextpnr reported after routing the 1-lane, 64-user engine on an iCE40 HX8K
 /// (`hdl/SYNTHESIS.md`).
@@ -147,72 +147,30 @@ fn emulator(dir: &Path) -> Result<Vec<(usize, f64)>, String> {
 }
 
 fn plot(dir: &Path, sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> Result<(), String> {
-    fairshare_sim::font::register()?;
-    let svg = dir.join("report_time.svg");
-    let png = dir.join("report_time.png");
-    draw(&SVGBackend::new(&svg, (960, 600)).into_drawing_area(), sw, hw, emu)?;
-    draw(&BitMapBackend::new(&png, (960, 600)).into_drawing_area(), sw, hw, emu)?;
-    Ok(())
-}
-
-/// A named line of points (users, µs) in a color.
-type Series = (String, Vec<(f64, f64)>, RGBColor);
-
-fn draw<DB: DrawingBackend>(
-    root: &DrawingArea<DB, plotters::coord::Shift>,
-    sw: &[Software],
-    hw: &[Engine],
-    emu: &[(usize, f64)],
-) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption("Time per Karma quantum (engine: projections from simulated cycles)", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d((5f64..2e6).log_scale(), (1e-2f64..1e6).log_scale())
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("users")
-        .y_desc("µs per quantum")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| format!("{y}"))
-        .draw()
-        .map_err(err)?;
     let us = |ns: f64| ns / 1e3;
-    let mut series: Vec<Series> = vec![
-        ("software Karma (batched)".into(), sw.iter().map(|s| (s.n as f64, us(s.karma))).collect(), BLUE),
-        (
-            "software Karma (literal loop)".into(),
+    let line = |name: &str, points: Vec<(f64, f64)>, rgb| Series { name: name.into(), points, rgb };
+    let mut series = vec![
+        line("software Karma (batched)", sw.iter().map(|s| (s.n as f64, us(s.karma))).collect(), (0, 0, 255)),
+        line(
+            "software Karma (literal loop)",
             sw.iter().filter_map(|s| s.literal.map(|l| (s.n as f64, us(l)))).collect(),
-            RGBColor(148, 103, 189),
+            (148, 103, 189),
         ),
-        ("software max-min".into(), sw.iter().map(|s| (s.n as f64, us(s.maxmin))).collect(), GREEN),
-        ("emulator round trip (shared memory)".into(), emu.iter().map(|&(n, t)| (n as f64, us(t))).collect(), BLACK),
+        line("software max-min", sw.iter().map(|s| (s.n as f64, us(s.maxmin))).collect(), (0, 255, 0)),
+        line("emulator round trip (shared memory)", emu.iter().map(|&(n, t)| (n as f64, us(t))).collect(), (0, 0, 0)),
     ];
-    for (mhz, color) in [(PNR_MHZ, RGBColor(255, 127, 14)), (TARGET_MHZ, RED)] {
+    for (mhz, rgb) in [(PNR_MHZ, (255, 127, 14)), (TARGET_MHZ, (255, 0, 0))] {
         let points = hw.iter().filter(|e| e.p == 16).map(|e| (e.n as f64, f64::from(e.median) / mhz)).collect();
-        series.push((format!("engine, 16 lanes, at {mhz} MHz (projection)"), points, color));
+        series.push(line(&format!("engine, 16 lanes, at {mhz} MHz (projection)"), points, rgb));
     }
-    for (name, points, color) in series {
-        let style = color.stroke_width(2);
-        chart
-            .draw_series(LineSeries::new(points.clone(), style))
-            .map_err(err)?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-        chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(err)?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+    let chart = LogLogChart {
+        title: "Time per Karma quantum (engine: projections from simulated cycles)".into(),
+        x: ("users".into(), 5.0..2e6),
+        y: ("µs per quantum".into(), 1e-2..1e6),
+        series,
+    };
+    chart.write(dir, "report_time").map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 fn markdown(sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> String {

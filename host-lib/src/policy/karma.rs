@@ -1,5 +1,5 @@
 //! One Karma quantum (the paper's Algorithms 1 and 2), as the literal loop and in
-//! batched form. Semantics: `shared/spec/karma.md`; credits: [`crate::credits`].
+//! batched form. Semantics: `docs/spec/karma.md`; credits: [`crate::credits`].
 //!
 //! A quantum: (1) every user gains the free credits; (2) `alloc = min(d, g)`, and a user
 //! demanding less than `g` donates `g - d`; (3) while a borrower (`alloc < d`, credits

@@ -5,7 +5,7 @@
 //! the largest fair share. The allocation is `cap_u(L)` for the largest `L` with
 //! `sum cap_u(L) <= C`, and the `R < n` slices left over go one each, lowest index
 //! first, to the users whose cap grows at `L + 1`. With equal shares this is the plain
-//! water-filling of `shared/spec/karma.md` (`cap = min(d, L)`). Because
+//! water-filling of `docs/spec/karma.md` (`cap = min(d, L)`). Because
 //! `f_u <= f_max`, a cap grows by at most one slice per level, so the result is
 //! exactly the slice-by-slice progressive filling of [`literal`].
 
@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn paper_example_max_min() {
-        // shared/spec/karma.md, quanta 4 and 5: f = 2, C = 6.
+        // docs/spec/karma.md, quanta 4 and 5: f = 2, C = 6.
         assert_eq!(batched(&[2, 2, 2], 6, &[2, 2, 4]), vec![2, 2, 2]);
         assert_eq!(batched(&[2, 2, 2], 6, &[2, 3, 5]), vec![2, 2, 2]);
         assert_eq!(batched(&[2, 2, 2], 6, &[3, 2, 1]), vec![3, 2, 1]);

@@ -1,5 +1,5 @@
 //! Bottleneck-based fairness, "no justified complaints" (Dolev et al.; spec
-//! `shared/spec/ddrf_bbf.md` Part B). Users ask for fractions `r[i][j]` of each resource in
+//! `docs/spec/ddrf_bbf.md` Part B). Users ask for fractions `r[i][j]` of each resource in
 //! total (finite demand), are entitled to `e[i]` of everything (`sum e = 1`), and get a
 //! fraction `x[i]` of what they ask for. An allocation is BBF when every user either gets
 //! all it asks for or gets at least its entitlement of some saturated resource.

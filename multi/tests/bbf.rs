@@ -1,11 +1,11 @@
-//! Bottleneck-based fairness (`shared/spec/ddrf_bbf.md` Part B): the worked examples
+//! Bottleneck-based fairness (`docs/spec/ddrf_bbf.md` Part B): the worked examples
 //! B-Ex1..B-Ex10 with the spec's numbers, the paper's ODE against the convex program and
 //! the exact two-user method, and the properties P-B1..P-B12 on random instances.
 
-use fairshare::multi::bbf::{
+use fairshare_multi::bbf::{
     self, convex, envy_free, is_bbf, ode, pareto_optimal, sharing_incentive, trajectory, two_users, Requests,
 };
-use fairshare::multi::{Builder, MultiError};
+use fairshare_multi::{Builder, MultiError};
 use proptest::prelude::*;
 
 fn req(r: &[&[f64]], e: &[f64]) -> Requests {

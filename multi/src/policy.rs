@@ -64,6 +64,11 @@ impl MultiPolicy {
             MultiPolicy::Bbf => "bbf",
         }
     }
+
+    /// Whether the policy allocates whole tasks (its task counts are integers).
+    pub fn whole_tasks(self) -> bool {
+        matches!(self, MultiPolicy::DrfhFirstFit | MultiPolicy::DrfhBestFit)
+    }
 }
 
 impl fmt::Display for MultiPolicy {

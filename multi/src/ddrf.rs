@@ -1,5 +1,5 @@
 //! Dynamic DRF (Kash, Procaccia and Shah; Li, Liu, Zhang and Zhang; spec
-//! `shared/spec/ddrf_bbf.md` Part A): `n` users arrive one at a time into one pooled
+//! `docs/spec/ddrf_bbf.md` Part A): `n` users arrive one at a time into one pooled
 //! system whose capacity is normalized to 1; at arrival `k`, `k/n` of every resource may
 //! be handed out, and nothing handed out is taken back. At each arrival the lowest
 //! dominant shares rise together until some resource reaches `k/n`.

@@ -1,5 +1,5 @@
 //! The report's plots, each drawn once per backend of plotters: SVG (text kept as text)
-//! and PNG. Text needs a TrueType font from the system ([`fairshare_sim::font`]).
+//! and PNG. Text needs a TrueType font from the system ([`crate::font`]).
 
 use std::path::Path;
 
@@ -7,6 +7,8 @@ use fairshare_sim::compare::{Comparison, Run};
 use fairshare_sim::workload::{bursty_kind_name, Workload};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+
+use crate::ReportError;
 
 /// Pixel size of every plot.
 const SIZE: (u32, u32) = (960, 540);
@@ -113,15 +115,15 @@ impl Plot {
 }
 
 /// Draws every plot into `dir` as `NAME.svg` and `NAME.png`.
-pub fn write_all(dir: &Path, c: &Comparison) -> Result<(), String> {
-    fairshare_sim::font::register()?;
+pub fn write_all(dir: &Path, c: &Comparison) -> Result<(), ReportError> {
+    crate::font::register()?;
     for plot in Plot::ALL {
         let svg = dir.join(format!("{}.svg", plot.name()));
         plot.draw(&SVGBackend::new(&svg, SIZE).into_drawing_area(), c)
-            .map_err(|e| format!("{}: {e}", svg.display()))?;
+            .map_err(|message| ReportError::Plot { path: svg.clone(), message })?;
         let png = dir.join(format!("{}.png", plot.name()));
         plot.draw(&BitMapBackend::new(&png, SIZE).into_drawing_area(), c)
-            .map_err(|e| format!("{}: {e}", png.display()))?;
+            .map_err(|message| ReportError::Plot { path: png.clone(), message })?;
     }
     Ok(())
 }

@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 
 use plotters::style::FontStyle;
 
+use crate::ReportError;
+
 /// Font files tried, in order, after `$FAIRSHARE_FONT`.
 const FONTS: [&str; 5] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -19,27 +21,27 @@ const FONTS: [&str; 5] = [
 /// Finds a TrueType font and registers it as plotters' `sans-serif`, once per process.
 /// `$FAIRSHARE_FONT` names one; otherwise the usual places, then any `.ttf` under
 /// `/usr/share/fonts`.
-pub fn register() -> Result<(), String> {
-    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
-    REGISTERED
-        .get_or_init(|| {
-            let mut candidates: Vec<PathBuf> =
-                std::env::var_os("FAIRSHARE_FONT").map(PathBuf::from).into_iter().collect();
-            candidates.extend(FONTS.iter().map(PathBuf::from));
-            candidates.extend(first_ttf(Path::new("/usr/share/fonts"), 4));
-            for path in candidates {
-                if let Ok(bytes) = std::fs::read(&path) {
-                    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                    if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                        return Ok(());
-                    }
+pub fn register() -> Result<(), ReportError> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let found = *REGISTERED.get_or_init(|| {
+        let mut candidates: Vec<PathBuf> = std::env::var_os("FAIRSHARE_FONT").map(PathBuf::from).into_iter().collect();
+        candidates.extend(FONTS.iter().map(PathBuf::from));
+        candidates.extend(first_ttf(Path::new("/usr/share/fonts"), 4));
+        for path in candidates {
+            if let Ok(bytes) = std::fs::read(&path) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return true;
                 }
             }
-            Err("no TrueType font found for the plots: install one (Debian: apt-get install fonts-dejavu-core), \
-                 point $FAIRSHARE_FONT at a .ttf file, or pass --no-plots"
-                .to_string())
-        })
-        .clone()
+        }
+        false
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(ReportError::NoFont)
+    }
 }
 
 /// The first `.ttf` file under `dir`, searching `depth` levels down.

@@ -1,9 +1,9 @@
-//! Dynamic DRF (`shared/spec/ddrf_bbf.md` Part A) in exact rationals: the worked examples
+//! Dynamic DRF (`docs/spec/ddrf_bbf.md` Part A) in exact rationals: the worked examples
 //! A-Ex1..A-Ex4 with the spec's numbers, the line-6 erratum as a regression, and the
 //! properties P-A1..P-A17 on random instances, both algorithms compared exactly.
 
-use fairshare::multi::ddrf::{self, li, scan, Step};
-use fairshare::multi::Builder;
+use fairshare_multi::ddrf::{self, li, scan, Step};
+use fairshare_multi::Builder;
 use num_rational::BigRational;
 use num_traits::{One, Zero};
 use proptest::prelude::*;

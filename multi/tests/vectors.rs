@@ -1,12 +1,12 @@
-//! Every worked example and test vector of `shared/spec/psdsf_drfh.md` (TV-PS-*, TV-DRFH-*)
+//! Every worked example and test vector of `docs/spec/psdsf_drfh.md` (TV-PS-*, TV-DRFH-*)
 //! for PS-DSF, DRFH, DRF and the lexicographic baselines, with values typed from the spec.
 //! Known-false properties are documented counterexamples here: each asserts the failure.
 
-use fairshare::multi::drf::drf;
-use fairshare::multi::drfh::{drfh, drfh_lp, place_tasks, Fit};
-use fairshare::multi::lexmaxmin::{baseline, Baseline};
-use fairshare::multi::psdsf::{self, Servers, Sharing};
-use fairshare::multi::{Builder, Instance};
+use fairshare_multi::drf::drf;
+use fairshare_multi::drfh::{drfh, drfh_lp, place_tasks, Fit};
+use fairshare_multi::lexmaxmin::{baseline, Baseline};
+use fairshare_multi::psdsf::{self, Servers, Sharing};
+use fairshare_multi::{Builder, Instance};
 
 const TOL: f64 = 1e-6;
 

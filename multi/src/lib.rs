@@ -1,8 +1,8 @@
 //! # Multi-resource fair allocation
 //!
 //! Several resources (CPU, memory, bandwidth...) on several servers, shared by users with
-//! per-task demand vectors, following `shared/spec/psdsf_drfh.md` and
-//! `shared/spec/ddrf_bbf.md` including their errata:
+//! per-task demand vectors, following `docs/spec/psdsf_drfh.md` and
+//! `docs/spec/ddrf_bbf.md` including their errata:
 //!
 //! - [`drf`]: Dominant Resource Fairness on one pooled server (progressive filling), the
 //!   baseline the others are compared with.
@@ -20,6 +20,11 @@
 //! Allocations are divisible (real task counts) unless a function says otherwise. All
 //! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and
 //! exponential-cone programs go to Clarabel through [`solver`].
+//!
+//! This crate owns the multi-resource policies and their instances only. It depends on
+//! no other fairshare crate (the single-resource core `fairshare` does not use it, and
+//! it does not use the core), so the convex solver is compiled only where a
+//! multi-resource policy is run: the CLI's `multi` command and these tests.
 
 pub mod bbf;
 pub mod ddrf;

@@ -1,13 +1,13 @@
-//! The property predicates of `shared/spec/psdsf_drfh.md` (A.6, B.4, Part E) on random
+//! The property predicates of `docs/spec/psdsf_drfh.md` (A.6, B.4, Part E) on random
 //! instances: small integer data with zeros and random placement constraints. Each
 //! implementation is also checked against an independent one (DRF against the LP
 //! filling, PS-DSF TDM against the Eisenberg-Gale program, LP (7) against C-DRFH).
 
-use fairshare::multi::drf::drf;
-use fairshare::multi::drfh::{drfh_lp, place_tasks, Fit};
-use fairshare::multi::lexmaxmin::{baseline, Baseline, Filling};
-use fairshare::multi::psdsf::{self, Servers, Sharing};
-use fairshare::multi::{Builder, Instance};
+use fairshare_multi::drf::drf;
+use fairshare_multi::drfh::{drfh_lp, place_tasks, Fit};
+use fairshare_multi::lexmaxmin::{baseline, Baseline, Filling};
+use fairshare_multi::psdsf::{self, Servers, Sharing};
+use fairshare_multi::{Builder, Instance};
 use proptest::prelude::*;
 
 /// Random instances: up to 5 users, 4 servers, 3 resources; integer capacities 0..=10 and
