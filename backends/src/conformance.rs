@@ -23,7 +23,7 @@ pub enum Skip {
 /// offload backend's rule, `fairshare::offload::device_shape`, and the ABI's admission
 /// rule for every demand).
 fn device_case(case: &VectorCase, limits: &abi::Limits) -> Result<DeviceShape, Skip> {
-    let config = case.config().map_err(Skip::DoesNotFit)?;
+    let config = case.config().map_err(|e| Skip::DoesNotFit(e.to_string()))?;
     let pool = Allocator::new(config, Policy::Karma).map_err(|e| Skip::DoesNotFit(e.to_string()))?;
     let shape = device_shape(&pool, limits).map_err(|e| Skip::DoesNotFit(e.to_string()))?;
     if let Some(d) = case.quanta.iter().flat_map(|q| &q.demand).find(|&&d| d > abi::WORD_MAX) {

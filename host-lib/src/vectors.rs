@@ -79,18 +79,32 @@ impl VectorFile {
     }
 }
 
+/// Why a vector case does not describe a valid pool.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CaseError {
+    /// `fair_share` and `guaranteed` differ in length.
+    #[error("fair_share has {fair_share} entries, guaranteed {guaranteed}")]
+    Lengths {
+        /// Entries of `fair_share`.
+        fair_share: usize,
+        /// Entries of `guaranteed`.
+        guaranteed: usize,
+    },
+    /// `initial_credits` is outside the credits' range.
+    #[error("initial_credits {0} out of range")]
+    Credits(i64),
+    /// The pool itself is invalid.
+    #[error(transparent)]
+    Pool(#[from] crate::Error),
+}
+
 impl VectorCase {
-    /// The pool this case describes, or a description of what is inconsistent.
-    pub fn config(&self) -> Result<PoolConfig, String> {
+    /// The pool this case describes, or what is inconsistent in it.
+    pub fn config(&self) -> Result<PoolConfig, CaseError> {
         if self.fair_share.len() != self.guaranteed.len() {
-            return Err(format!(
-                "fair_share has {} entries, guaranteed {}",
-                self.fair_share.len(),
-                self.guaranteed.len()
-            ));
+            return Err(CaseError::Lengths { fair_share: self.fair_share.len(), guaranteed: self.guaranteed.len() });
         }
-        let credits = Credits::from_int(self.initial_credits)
-            .ok_or_else(|| format!("initial_credits {} out of range", self.initial_credits))?;
+        let credits = Credits::from_int(self.initial_credits).ok_or(CaseError::Credits(self.initial_credits))?;
         let users = (0..self.fair_share.len())
             .map(|i| UserConfig {
                 name: format!("u{i}"),
@@ -100,7 +114,7 @@ impl VectorCase {
             })
             .collect();
         let config = PoolConfig { users };
-        config.validate().map_err(|e| e.to_string())?;
+        config.validate()?;
         Ok(config)
     }
 
@@ -118,9 +132,9 @@ impl VectorCase {
             expected,
             got,
         };
-        let params = match self.config().and_then(|c| KarmaParams::from_config(&c).map_err(|e| e.to_string())) {
+        let params = match self.config().and_then(|c| Ok(KarmaParams::from_config(&c)?)) {
             Ok(p) => p,
-            Err(e) => return vec![miss(0, None, "config", "a valid pool".into(), e)],
+            Err(e) => return vec![miss(0, None, "config", "a valid pool".into(), e.to_string())],
         };
         let mut credits = vec![Credits::from_int(self.initial_credits).unwrap_or_default(); params.len()];
         let mut out = Vec::new();
