@@ -132,11 +132,16 @@ impl Backend {
 
     /// A pool of `config` under `policy` on this backend.
     pub fn pool(&self, config: &PoolConfig, policy: Policy, opts: DeviceOptions) -> Result<Offload, BackendError> {
-        let mut pool = Allocator::new(config.clone(), policy)?;
+        self.pool_from(Allocator::new(config.clone(), policy)?, opts)
+    }
+
+    /// `pool` (new, or resumed from a checkpoint) on this backend; a device starts from
+    /// the pool's credits.
+    pub fn pool_from(&self, mut pool: Allocator, opts: DeviceOptions) -> Result<Offload, BackendError> {
         if *self == Backend::Literal {
             pool = pool.with_implementation(fairshare::Implementation::Literal);
         }
-        Ok(match self.accelerator(config.users.len(), opts.timeout)? {
+        Ok(match self.accelerator(pool.users().len(), opts.timeout)? {
             None => Offload::software(pool),
             Some(dev) => Offload::new(pool, dev, opts.verify),
         })

@@ -30,8 +30,7 @@ pub fn verilog(users: usize, lanes: usize, top: Top, out: &Path) -> Result<(), C
         out.file_stem().map_or("engine".into(), |s| s.to_string_lossy().into_owned())
     ));
     for (path, text) in [(out, &verilog), (shell_path.as_path(), &shell)] {
-        write_atomically(path, |w| w.write_all(text.as_bytes()))
-            .map_err(|e| CliError::Io(format!("writing {}: {e}", path.display())))?;
+        write_atomically(path, text.as_bytes())?;
     }
     let (what, shell_module) = match top {
         Top::Device => ("device", "fairshare_device"),

@@ -1,6 +1,8 @@
 //! Reading user files: demand traces (`quantum,user,demand`) and user configs
 //! (`user,fair_share,guaranteed`). Every problem is reported with file, line, field and
-//! value, and nothing is run or written before the whole input has been read.
+//! value, and nothing is run or written before the whole input has been checked. A
+//! trace is read twice, each time as a stream: once to check it and learn its users,
+//! once quantum by quantum as it runs, so memory is O(users), not O(users x quanta).
 
 use fairshare::{Alpha, Credits, PoolConfig, UserConfig};
 use std::collections::HashMap;
@@ -24,19 +26,19 @@ pub enum InputError {
     Usage(String),
 }
 
-/// A demand trace: users in order of first appearance, one demand vector per quantum.
+/// What a first pass over a demand trace learns, in memory O(users): the users in
+/// order of first appearance, and how many quanta there are. The pass checks every line,
+/// so nothing runs before the whole trace is known to be valid.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Trace {
+pub struct TraceIndex {
     /// The file it was read from (for messages).
     pub file: String,
-    /// User names; index = position in every demand vector.
+    /// User names in order of first appearance.
     pub users: Vec<String>,
     /// Line of each user's first demand (for messages).
     pub first_line: Vec<u64>,
-    /// Quantum labels as written in the file, in order.
-    pub labels: Vec<u64>,
-    /// `demands[q][u]`.
-    pub demands: Vec<Vec<u64>>,
+    /// Quanta in the trace.
+    pub quanta: usize,
 }
 
 /// How the pool is configured: the same share for every user of the trace, or a file.
@@ -65,6 +67,11 @@ fn columns<const N: usize>(
     let bad = |message: String| InputError::Line { file: file.into(), line: 1, message };
     if header.iter().all(|h| h.is_empty()) {
         return Err(bad(format!("the file is empty; expected the header `{want}`")));
+    }
+    for (i, h) in header.iter().enumerate() {
+        if header.iter().take(i).any(|earlier| earlier == h) {
+            return Err(bad(format!("column `{h}` appears twice; expected the header `{want}`")));
+        }
     }
     if let Some(extra) = header.iter().find(|h| !expected.contains(h)) {
         return Err(bad(format!("unknown column `{extra}`; expected the header `{want}`")));
@@ -101,7 +108,9 @@ fn whole(file: &str, line: u64, field: &str, text: &str) -> Result<u64, InputErr
         return Err(err(format!("`{text}` is negative; expected a whole number >= 0")));
     }
     text.parse::<u64>().map_err(|_| {
-        if text.parse::<f64>().is_ok() {
+        if text.bytes().all(|b| b.is_ascii_digit()) {
+            err(format!("`{text}` is too large: the largest is {} (2^64 - 1)", u64::MAX))
+        } else if text.parse::<f64>().is_ok() {
             err(format!("`{text}` is not a whole number"))
         } else {
             err(format!("`{text}` is not a number"))
@@ -109,33 +118,63 @@ fn whole(file: &str, line: u64, field: &str, text: &str) -> Result<u64, InputErr
     })
 }
 
-/// Reads a trace CSV with header `quantum,user,demand`. Lines must be sorted by
-/// quantum; each distinct quantum is one allocation round (no gaps are filled in);
-/// users missing from a quantum demand 0 in it.
-pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
-    let file = path.display().to_string();
-    let mut reader = open(path)?;
-    let [qc, uc, dc] = columns(&mut reader, &file, ["quantum", "user", "demand"])?;
-    let mut trace = Trace {
-        file: file.clone(),
-        users: Vec::new(),
-        first_line: Vec::new(),
-        labels: Vec::new(),
-        demands: Vec::new(),
-    };
+/// One line of a trace, checked.
+struct TraceLine {
+    line: u64,
+    quantum: u64,
+    user: String,
+    demand: u64,
+}
+
+/// The lines of a trace, each checked on its own (fields, numbers).
+struct TraceLines {
+    file: String,
+    records: csv::StringRecordsIntoIter<File>,
+    columns: [usize; 3],
+}
+
+impl TraceLines {
+    fn open(path: &Path) -> Result<Self, InputError> {
+        let file = path.display().to_string();
+        let mut reader = open(path)?;
+        let columns = columns(&mut reader, &file, ["quantum", "user", "demand"])?;
+        Ok(TraceLines { file, records: reader.into_records(), columns })
+    }
+
+    fn next(&mut self) -> Result<Option<TraceLine>, InputError> {
+        let Some(record) = self.records.next() else { return Ok(None) };
+        let file = &self.file;
+        let record = record.map_err(|e| csv_error(file, e))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let [qc, uc, dc] = self.columns;
+        let quantum = whole(file, line, "quantum", &record[qc])?;
+        let user = record[uc].to_string();
+        if user.is_empty() {
+            return Err(InputError::Field {
+                file: file.clone(),
+                line,
+                field: "user".into(),
+                message: "is empty".into(),
+            });
+        }
+        let demand = whole(file, line, "demand", &record[dc])?;
+        Ok(Some(TraceLine { line, quantum, user, demand }))
+    }
+}
+
+/// Reads a trace CSV with header `quantum,user,demand` once, checking every line: lines
+/// sorted by quantum, each distinct quantum one allocation round (no gaps are filled
+/// in), one demand per user and quantum. Users missing from a quantum demand 0 in it.
+pub fn scan_trace(path: &Path) -> Result<TraceIndex, InputError> {
+    let mut lines = TraceLines::open(path)?;
+    let file = lines.file.clone();
+    let mut trace = TraceIndex { file: file.clone(), users: Vec::new(), first_line: Vec::new(), quanta: 0 };
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut seen_in_quantum: HashMap<usize, u64> = HashMap::new(); // user -> line
-    for record in reader.records() {
-        let record = record.map_err(|e| csv_error(&file, e))?;
-        let line = record.position().map_or(0, |p| p.line());
-        let quantum = whole(&file, line, "quantum", &record[qc])?;
-        let user = &record[uc];
-        if user.is_empty() {
-            return Err(InputError::Field { file, line, field: "user".into(), message: "is empty".into() });
-        }
-        let demand = whole(&file, line, "demand", &record[dc])?;
-        match trace.labels.last() {
-            Some(&last) if quantum < last => {
+    let mut last: Option<u64> = None;
+    while let Some(TraceLine { line, quantum, user, .. }) = lines.next()? {
+        match last {
+            Some(last) if quantum < last => {
                 return Err(InputError::Field {
                     file,
                     line,
@@ -143,21 +182,22 @@ pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
                     message: format!("{quantum} comes after quantum {last}; the trace must be sorted by quantum"),
                 });
             }
-            Some(&last) if quantum == last => {}
+            Some(last) if quantum == last => {}
             _ => {
-                trace.labels.push(quantum);
-                trace.demands.push(vec![0; trace.users.len()]);
+                last = Some(quantum);
+                trace.quanta += 1;
                 seen_in_quantum.clear();
             }
         }
-        let u = *index.entry(user.to_string()).or_insert_with(|| {
-            trace.users.push(user.to_string());
-            trace.first_line.push(line);
-            for d in trace.demands.iter_mut() {
-                d.push(0);
+        let u = match index.get(&user) {
+            Some(&u) => u,
+            None => {
+                trace.users.push(user.clone());
+                trace.first_line.push(line);
+                index.insert(user.clone(), trace.users.len() - 1);
+                trace.users.len() - 1
             }
-            trace.users.len() - 1
-        });
+        };
         if let Some(first) = seen_in_quantum.insert(u, line) {
             return Err(InputError::Line {
                 file,
@@ -165,20 +205,62 @@ pub fn read_trace(path: &Path) -> Result<Trace, InputError> {
                 message: format!("user `{user}` already has a demand in quantum {quantum} (line {first})"),
             });
         }
-        if let Some(last) = trace.demands.last_mut() {
-            last[u] = demand;
-        }
     }
-    if trace.labels.is_empty() {
+    if trace.quanta == 0 {
         return Err(InputError::File { file, message: "the trace has a header but no demands".into() });
     }
     Ok(trace)
 }
 
-/// Builds the pool for `trace`. With a users file, the pool's users are the file's (in
-/// its order) and every trace user must be among them; the trace's demand vectors are
-/// rearranged to that order.
-pub fn pool_for(trace: &mut Trace, source: &UserSource, initial_credits: Credits) -> Result<PoolConfig, InputError> {
+/// The quanta of a trace (checked first by [`scan_trace`]), read one at a time: memory
+/// O(users) whatever the trace's length.
+pub struct QuantumReader {
+    lines: TraceLines,
+    positions: HashMap<String, usize>,
+    pending: Option<TraceLine>,
+}
+
+impl QuantumReader {
+    /// Reads `path` again, placing each user's demand at its position in `users` (the
+    /// pool's order).
+    pub fn open(path: &Path, users: &[String]) -> Result<Self, InputError> {
+        let positions = users.iter().enumerate().map(|(i, u)| (u.clone(), i)).collect();
+        Ok(QuantumReader { lines: TraceLines::open(path)?, positions, pending: None })
+    }
+
+    /// Fills `demand` (every user; 0 for those absent) and `present` (the users with a
+    /// line in this quantum) with the next quantum and returns its label; `None` at the
+    /// end of the trace.
+    pub fn next(&mut self, demand: &mut [u64], present: &mut [bool]) -> Result<Option<u64>, InputError> {
+        demand.fill(0);
+        present.fill(false);
+        let Some(first) = self.pending.take().map_or_else(|| self.lines.next(), |l| Ok(Some(l)))? else {
+            return Ok(None);
+        };
+        let label = first.quantum;
+        let mut line = Some(first);
+        while let Some(l) = line {
+            if l.quantum != label {
+                self.pending = Some(l);
+                break;
+            }
+            let &u = self.positions.get(&l.user).ok_or_else(|| InputError::Line {
+                file: self.lines.file.clone(),
+                line: l.line,
+                message: format!("user `{}` was not in the trace when it was first read: the file changed", l.user),
+            })?;
+            demand[u] = l.demand;
+            present[u] = true;
+            line = self.lines.next()?;
+        }
+        Ok(Some(label))
+    }
+}
+
+/// Builds the pool for a trace. With a users file, the pool's users are the file's (in
+/// its order) and every trace user must be among them; otherwise the trace's users in
+/// order of first appearance.
+pub fn pool_for(trace: &TraceIndex, source: &UserSource, initial_credits: Credits) -> Result<PoolConfig, InputError> {
     let users = match source {
         UserSource::Uniform { fair_share, alpha } => {
             if *fair_share == 0 {
@@ -192,31 +274,17 @@ pub fn pool_for(trace: &mut Trace, source: &UserSource, initial_credits: Credits
         }
         UserSource::File(path) => {
             let users = read_users(path, initial_credits)?;
-            let order: HashMap<&str, usize> = users.iter().enumerate().map(|(i, u)| (u.name.as_str(), i)).collect();
-            let mut positions = Vec::with_capacity(trace.users.len());
+            let known: std::collections::HashSet<&str> = users.iter().map(|u| u.name.as_str()).collect();
             for (t, name) in trace.users.iter().enumerate() {
-                let &i = order.get(name.as_str()).ok_or_else(|| InputError::Field {
-                    file: trace.file.clone(),
-                    line: trace.first_line[t],
-                    field: "user".into(),
-                    message: format!("unknown user `{name}`: it is not in the users file {}", path.display()),
-                })?;
-                positions.push(i);
-            }
-            // Into the file's order; users of the file absent from the trace demand 0 and
-            // have no line (0).
-            let reorder = |v: &[u64]| {
-                let mut by_file = vec![0; users.len()];
-                for (t, &i) in positions.iter().enumerate() {
-                    by_file[i] = v[t];
+                if !known.contains(name.as_str()) {
+                    return Err(InputError::Field {
+                        file: trace.file.clone(),
+                        line: trace.first_line[t],
+                        field: "user".into(),
+                        message: format!("unknown user `{name}`: it is not in the users file {}", path.display()),
+                    });
                 }
-                by_file
-            };
-            for d in trace.demands.iter_mut() {
-                *d = reorder(d);
             }
-            trace.first_line = reorder(&trace.first_line);
-            trace.users = users.iter().map(|u| u.name.clone()).collect();
             users
         }
     };

@@ -46,6 +46,9 @@ pub enum CliError {
     /// A report could not be written, or its destination is not one to replace.
     #[error(transparent)]
     Report(#[from] fairshare_report::ReportError),
+    /// The credit ledger (`--state`) could not be opened or written.
+    #[error(transparent)]
+    Ledger(#[from] fairshare_ledger::LedgerError),
     /// The emulator could not start.
     #[error(transparent)]
     Emulator(#[from] fairshare_emulator::EmulatorError),
@@ -163,9 +166,17 @@ enum Command {
         out: Option<PathBuf>,
         #[command(flatten)]
         device: DeviceArgs,
-        /// Print the summary (on stderr) as JSON.
+        /// Print the summary as JSON on stdout (the rows then go only to --out).
         #[arg(long)]
         json: bool,
+        /// A row for every user in every quantum; without it, a quantum has rows only for
+        /// the users with a line in it, an allocation, or a change of credits.
+        #[arg(long)]
+        dense: bool,
+        /// Keep the run's credits in a durable ledger in this folder, committed after every
+        /// quantum; rerun with the same folder to resume after the last committed quantum.
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
     },
     /// Run a multi-resource policy (DRF, DRFH, PS-DSF...) on a JSON instance: servers with
     /// capacities, users with per-task demands; prints tasks and dominant share per user.
@@ -412,7 +423,19 @@ fn main() -> ExitCode {
             let req = compare::CompareRequest { setup, backends: backend, device, out, plots: !no_plots, json };
             compare::run(&req).map(|_| true)
         }
-        Command::Replay { trace, policy, fair_share, alpha, users, initial_credits, out, device, json } => {
+        Command::Replay {
+            trace,
+            policy,
+            fair_share,
+            alpha,
+            users,
+            initial_credits,
+            out,
+            device,
+            json,
+            dense,
+            state,
+        } => {
             let users = match (&users, fair_share) {
                 (Some(path), _) => input::UserSource::File(path),
                 (None, Some(fair_share)) => input::UserSource::Uniform { fair_share, alpha },
@@ -427,6 +450,8 @@ fn main() -> ExitCode {
                 backend: device.backend.clone(),
                 device: device.options(),
                 json,
+                dense,
+                state: state.as_deref(),
             };
             replay::run(&req).map(|_| true)
         }

@@ -1,11 +1,19 @@
-//! `fairshare replay`: a demand trace through one policy; per-quantum results as CSV
-//! (`quantum,user,demand,alloc,credits`) and a summary on stderr.
+//! `fairshare replay`: a demand trace through one policy, streamed quantum by quantum
+//! (memory O(users)); per-quantum results as CSV (`quantum,user,demand,alloc,credits`)
+//! and a summary on stderr. With `--state DIR`, every quantum's state is committed to a
+//! durable ledger before its rows count as written, and a rerun resumes after the last
+//! committed quantum (docs/reliability.md).
 
-use crate::input::{pool_for, read_trace, UserSource};
-use crate::output::{progress, ratio, write_output};
+use crate::input::{pool_for, scan_trace, QuantumReader, TraceIndex, UserSource};
+use crate::output::{progress, ratio, Output};
 use crate::CliError;
-use fairshare::{Credits, Policy};
-use std::path::Path;
+use fairshare::{AllocatorState, Credits, Policy, PoolConfig};
+use fairshare_ledger::Ledger;
+use fairshare_sim::Recorder;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 
 /// What `replay` needs.
 pub struct ReplayRequest<'a> {
@@ -25,51 +33,222 @@ pub struct ReplayRequest<'a> {
     pub device: crate::backend::DeviceOptions,
     /// Summary as JSON.
     pub json: bool,
+    /// A row for every user in every quantum (else only users with a line in the
+    /// quantum, an allocation, or a change of credits).
+    pub dense: bool,
+    /// The ledger folder (`--state`).
+    pub state: Option<&'a Path>,
 }
 
-/// Runs a replay; nothing is written unless the whole run succeeded.
+/// What the ledger holds after each quantum: everything a resumed run needs to continue
+/// as if it had never stopped.
+#[derive(Serialize, Deserialize)]
+struct Checkpoint {
+    /// Which run this is (trace, users, policy, flags): a ledger of another run is refused.
+    run: String,
+    /// Quanta done.
+    quanta: usize,
+    /// Bytes of `rows.csv` written by those quanta.
+    rows_len: u64,
+    /// The pool's state (credits).
+    pool: AllocatorState,
+    /// The summary so far.
+    recorder: Recorder,
+}
+
+/// A fingerprint of the inputs that decide the rows: the trace's and users file's bytes
+/// (CRC-32 and length), the pool and the policy.
+fn run_id(req: &ReplayRequest, config: &PoolConfig) -> Result<String, CliError> {
+    let digest = |path: &Path| -> Result<String, CliError> {
+        let mut file = File::open(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+        let (mut hasher, mut len, mut buf) = (crc32fast::Hasher::new(), 0u64, vec![0; 1 << 16]);
+        loop {
+            let n = file.read(&mut buf).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            len += n as u64;
+        }
+        Ok(format!("{len}:{:08x}", hasher.finalize()))
+    };
+    let users = match req.users {
+        UserSource::File(p) => digest(p)?,
+        UserSource::Uniform { .. } => "-".into(),
+    };
+    let pool = serde_json::to_vec(config).map_err(|e| CliError::Io(e.to_string()))?;
+    Ok(format!("trace {} users {users} policy {} pool {:08x}", digest(req.trace)?, req.policy, crc32fast::hash(&pool)))
+}
+
+/// Where the rows go while the run is on: straight to the output, or (with a ledger) to
+/// the ledger folder's `rows.csv`, copied to the output once every quantum is done.
+enum Rows {
+    Direct(Output),
+    Ledgered { ledger: Ledger, file: BufWriter<File>, path: PathBuf, len: u64, run: String },
+}
+
+/// Runs a replay. Every input is checked before anything runs; a regular output file
+/// appears whole or not at all.
 pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
-    let mut trace = read_trace(req.trace)?;
-    let config = pool_for(&mut trace, &req.users, req.initial_credits)?;
-    let n = trace.users.len();
-    let bar = progress(trace.demands.len(), "replay");
-    let mut rows: Vec<(Vec<u64>, Vec<Credits>)> = Vec::with_capacity(trace.demands.len());
-    let mut pool = req.backend.pool(&config, req.policy, req.device)?;
-    let summary = fairshare_sim::run_pool(&mut pool, &trace.demands, |_, _, pool| {
-        rows.push((pool.allocations().to_vec(), pool.credits().to_vec()));
+    let trace = scan_trace(req.trace)?;
+    let config = pool_for(&trace, &req.users, req.initial_credits)?;
+    let names: Vec<String> = config.users.iter().map(|u| u.name.clone()).collect();
+    let n = names.len();
+    let mut inputs = vec![req.trace];
+    if let UserSource::File(p) = req.users {
+        inputs.push(p);
+    }
+    // With --json and no --out, stdout holds the JSON summary and no rows.
+    let mut out = if req.json && req.out.is_none() { None } else { Some(Output::open(req.out, &inputs)?) };
+    let mut allocator = fairshare::Allocator::new(config.clone(), req.policy)?;
+    let mut recorder = Recorder::new(n, config.capacity());
+    let mut done = 0;
+    let mut rows = match req.state {
+        None => Rows::Direct(out.take().unwrap_or_else(Output::discard)),
+        Some(dir) => {
+            let run = run_id(req, &config)?;
+            let (ledger, latest) = Ledger::open(dir)?;
+            let path = dir.join("rows.csv");
+            let mut len = 0;
+            if let Some(bytes) = latest {
+                let cp: Checkpoint = serde_json::from_slice(&bytes).map_err(|e| {
+                    CliError::Io(format!("--state {}: the ledger's state is unreadable: {e}", dir.display()))
+                })?;
+                if cp.run != run {
+                    return Err(CliError::Usage(format!(
+                        "--state {}: the ledger belongs to another run ({}); this run is {run}: use another folder",
+                        dir.display(),
+                        cp.run
+                    )));
+                }
+                allocator = fairshare::Allocator::from_state(cp.pool)?;
+                recorder = cp.recorder;
+                done = cp.quanta;
+                len = cp.rows_len;
+            }
+            let mut file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| CliError::Io(format!("opening {}: {e}", path.display())))?;
+            let have = file.metadata().map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?.len();
+            if have < len {
+                return Err(CliError::Io(format!(
+                    "{}: holds {have} bytes where the ledger committed {len}: the folder is damaged",
+                    path.display()
+                )));
+            }
+            // Rows written after the last commit belong to no committed quantum.
+            file.set_len(len)
+                .and_then(|_| file.seek(SeekFrom::Start(len)))
+                .map_err(|e| CliError::Io(format!("cutting {} back to its committed rows: {e}", path.display())))?;
+            Rows::Ledgered { ledger, file: BufWriter::new(file), path, len, run }
+        }
+    };
+    let credits_column = req.policy == Policy::Karma;
+    let header: &[&str] = if credits_column {
+        &["quantum", "user", "demand", "alloc", "credits"]
+    } else {
+        &["quantum", "user", "demand", "alloc"]
+    };
+    if done == 0 {
+        write_record(&mut rows, header)?;
+    }
+    let mut pool = req.backend.pool_from(allocator, req.device)?;
+    let mut reader = QuantumReader::open(req.trace, &names)?;
+    let (mut demand, mut present) = (vec![0u64; n], vec![false; n]);
+    let bar = progress(trace.quanta, "replay");
+    let mut q = 0;
+    while let Some(label) = reader.next(&mut demand, &mut present)? {
+        q += 1;
+        if q <= done {
+            continue;
+        }
+        let before: Vec<Credits> = pool.pool().credits().to_vec();
+        pool.allocate(&demand).map_err(|e| quantum_error(&trace, label, &names, e))?;
+        let (alloc, after) = (pool.pool().allocations(), pool.pool().credits());
+        recorder.record(&demand, alloc);
+        let label = label.to_string();
+        for u in 0..n {
+            if !(req.dense || present[u] || alloc[u] > 0 || before[u] != after[u]) {
+                continue;
+            }
+            let (d, a, c) = (demand[u].to_string(), alloc[u].to_string(), after[u].to_string());
+            let mut row = vec![label.as_str(), names[u].as_str(), d.as_str(), a.as_str()];
+            if credits_column {
+                row.push(c.as_str());
+            }
+            write_record(&mut rows, &row)?;
+        }
+        if let Rows::Ledgered { ledger, file, path, len, run } = &mut rows {
+            let io = |e: io::Error| CliError::Io(format!("writing {}: {e}", path.display()));
+            file.flush().map_err(io)?;
+            file.get_ref().sync_data().map_err(io)?;
+            *len = file.get_ref().stream_position().map_err(io)?;
+            let cp = Checkpoint {
+                run: run.clone(),
+                quanta: q,
+                rows_len: *len,
+                pool: pool.pool().export_state(),
+                recorder: recorder.clone(),
+            };
+            ledger.commit(&serde_json::to_vec(&cp).map_err(|e| CliError::Io(e.to_string()))?)?;
+        }
         bar.inc(1);
-    })?;
+    }
     bar.finish_and_clear();
     crate::backend::report(&pool);
-    // Only Karma has credits; the other policies' rows have no credits column.
-    let credits = req.policy == fairshare::Policy::Karma;
-    // With --json, stdout holds the JSON summary; the rows go only to --out.
-    let write_rows = !(req.json && req.out.is_none());
-    if write_rows {
-        write_output(req.out, |out| {
-            // A CSV writer, so that user names with commas or quotes come out quoted.
-            let mut csv = csv::Writer::from_writer(out);
-            let header = ["quantum", "user", "demand", "alloc", "credits"];
-            csv.write_record(if credits { &header[..] } else { &header[..4] })?;
-            for (q, (alloc, balances)) in rows.iter().enumerate() {
-                let label = trace.labels[q].to_string();
-                for u in 0..n {
-                    let (demand, a) = (trace.demands[q][u].to_string(), alloc[u].to_string());
-                    let mut row = vec![label.clone(), trace.users[u].clone(), demand, a];
-                    if credits {
-                        row.push(balances[u].to_string());
-                    }
-                    csv.write_record(&row)?;
-                }
+    match rows {
+        Rows::Direct(out) => out.commit()?,
+        Rows::Ledgered { path, .. } => {
+            if let Some(mut out) = out {
+                let mut file = File::open(&path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+                io::copy(&mut file, out.writer()).map_err(|e| match req.out {
+                    None => crate::output::stdout_error(e),
+                    Some(p) => CliError::Io(format!("writing {}: {e}", p.display())),
+                })?;
+                out.commit()?;
             }
-            csv.flush()
-        })
-        .map_err(|e| match req.out {
-            None if e.kind() == std::io::ErrorKind::BrokenPipe => CliError::ClosedStdout,
-            None => CliError::Io(format!("writing stdout: {e}")),
-            Some(p) => CliError::Io(format!("writing {}: {e}", p.display())),
-        })?;
+        }
     }
+    summarize(req, &config, &pool, recorder);
+    Ok(())
+}
+
+/// Writes one CSV record, quoted by the csv crate where a field needs it (a user name
+/// with a comma or a quote).
+fn write_record(rows: &mut Rows, fields: &[&str]) -> Result<(), CliError> {
+    let mut enc = csv::WriterBuilder::new().buffer_capacity(256).from_writer(Vec::with_capacity(128));
+    let line =
+        enc.write_record(fields).map_err(|e| e.to_string()).and_then(|_| enc.into_inner().map_err(|e| e.to_string()));
+    let line = line.map_err(|e| CliError::Io(format!("encoding a row: {e}")))?;
+    let result = match rows {
+        Rows::Direct(out) => out.writer().write_all(&line),
+        Rows::Ledgered { file, .. } => file.write_all(&line),
+    };
+    result.map_err(|e| match rows {
+        Rows::Direct(out) => out.error(e),
+        Rows::Ledgered { path, .. } => CliError::Io(format!("writing {}: {e}", path.display())),
+    })
+}
+
+/// A quantum the pool refused, named by the trace's quantum and the user.
+fn quantum_error(trace: &TraceIndex, label: u64, names: &[String], e: fairshare::Error) -> CliError {
+    match e {
+        fairshare::Error::CreditOverflow { user, before } => CliError::Usage(format!(
+            "{}: quantum {label}: user `{}`: credits would leave the representable range (64-bit, 16 fractional \
+             bits; balance before this quantum: {before})",
+            trace.file,
+            names.get(user).map_or("?", String::as_str)
+        )),
+        e => CliError::Usage(format!("{}: quantum {label}: {e}", trace.file)),
+    }
+}
+
+fn summarize(req: &ReplayRequest, config: &PoolConfig, pool: &fairshare::offload::Offload, recorder: Recorder) {
+    let summary = recorder.finish();
     if req.json {
         let json = serde_json::json!({
             "policy": req.policy.name(),
@@ -103,5 +282,4 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             ratio(summary.jain)
         );
     }
-    Ok(())
 }

@@ -153,15 +153,23 @@ fn replay_with_users_file_and_other_policies() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write(dir.path(), "t.csv", "quantum,user,demand\n7,b,4\n7,a,1\n9,a,0\n9,c,5\n");
     let users = write(dir.path(), "u.csv", "user,fair_share,guaranteed\na,1,1\nb,3,0\nc,2,1\n");
-    let run = |policy: &str| {
-        let out =
-            fairshare(&["replay", trace.to_str().unwrap(), "--users", users.to_str().unwrap(), "--policy", policy]);
+    let run_with = |policy: &str, more: &[&str]| {
+        let mut args = vec!["replay", trace.to_str().unwrap(), "--users", users.to_str().unwrap(), "--policy", policy];
+        args.extend(more);
+        let out = fairshare(&args);
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stdout)
     };
+    let run = |policy: &str| run_with(policy, &[]);
     // Strict: min(demand, share). Users in the users file's order; quanta labels kept;
-    // no credits column (only Karma has credits).
-    assert_eq!(run("strict"), "quantum,user,demand,alloc\n7,a,1,1\n7,b,4,3\n7,c,0,0\n9,a,0,0\n9,b,0,0\n9,c,5,2\n");
+    // no credits column (only Karma has credits). --dense: every user in every quantum.
+    assert_eq!(
+        run_with("strict", &["--dense"]),
+        "quantum,user,demand,alloc\n7,a,1,1\n7,b,4,3\n7,c,0,0\n9,a,0,0\n9,b,0,0\n9,c,5,2\n"
+    );
+    // Without it, a user absent from a quantum's lines and given nothing has no row
+    // (c in quantum 7, b in quantum 9); a present user with demand 0 keeps its row.
+    assert_eq!(run("strict"), "quantum,user,demand,alloc\n7,a,1,1\n7,b,4,3\n9,a,0,0\n9,c,5,2\n");
     // Max-min over the pool of 6: quantum 7 gives a 1 and b 4; quantum 9 gives c 5.
     assert!(run("maxmin").starts_with("quantum,user,demand,alloc\n"));
     assert!(run("maxmin").contains("7,b,4,4\n"));

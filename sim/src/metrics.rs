@@ -9,15 +9,16 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A user's useful allocation in one quantum: what it got, up to what it truly needed.
 pub fn useful(alloc: u64, demand: u64) -> u128 {
     alloc.min(demand) as u128
 }
 
-/// Accumulates a run quantum by quantum.
-#[derive(Clone, Debug)]
+/// Accumulates a run quantum by quantum. It serializes (without the per-quantum
+/// times), so that a run resumed from a ledger reports what an uninterrupted one does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recorder {
     capacity: u64,
     quanta: u64,
@@ -25,6 +26,7 @@ pub struct Recorder {
     demand: Vec<u128>,
     allocated: u128,
     servable: u128,
+    #[serde(skip)]
     nanos: Vec<u64>,
 }
 
