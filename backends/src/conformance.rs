@@ -10,36 +10,41 @@ use fairshare::{Allocator, Credits, Outcome, Policy};
 use fairshare_abi::{self as abi, DeviceError};
 use std::time::Duration;
 
-/// Why a case cannot run on a device (it is skipped, not failed).
+/// Why a case did not run on a device.
 #[derive(Debug, thiserror::Error)]
-pub enum Skip {
+pub enum NotRun {
     /// The case's pool or demands do not fit the device (unequal shares, words beyond
-    /// 2^31, more users than it holds), or no engine of the catalog holds it.
+    /// 2^31, more users than it holds), or no engine of the catalog holds it: the case
+    /// is skipped.
     #[error("{0}")]
     DoesNotFit(String),
+    /// The backend cannot be reached (no emulator at the path, no VFIO device): not a
+    /// property of the case, and not a mismatch.
+    #[error(transparent)]
+    Unreachable(BackendError),
 }
 
 /// A case in device words for a device of `limits`, or why it cannot run there (the
 /// offload backend's rule, `fairshare::offload::device_shape`, and the ABI's admission
 /// rule for every demand).
-fn device_case(case: &VectorCase, limits: &abi::Limits) -> Result<DeviceShape, Skip> {
-    let config = case.config().map_err(|e| Skip::DoesNotFit(e.to_string()))?;
-    let pool = Allocator::new(config, Policy::Karma).map_err(|e| Skip::DoesNotFit(e.to_string()))?;
-    let shape = device_shape(&pool, limits).map_err(|e| Skip::DoesNotFit(e.to_string()))?;
+fn device_case(case: &VectorCase, limits: &abi::Limits) -> Result<DeviceShape, NotRun> {
+    let config = case.config().map_err(|e| NotRun::DoesNotFit(e.to_string()))?;
+    let pool = Allocator::new(config, Policy::Karma).map_err(|e| NotRun::DoesNotFit(e.to_string()))?;
+    let shape = device_shape(&pool, limits).map_err(|e| NotRun::DoesNotFit(e.to_string()))?;
     if let Some(d) = case.quanta.iter().flat_map(|q| &q.demand).find(|&&d| d > abi::WORD_MAX) {
-        return Err(Skip::DoesNotFit(format!("a demand of {d}, above the device's {}", abi::WORD_MAX)));
+        return Err(NotRun::DoesNotFit(format!("a demand of {d}, above the device's {}", abi::WORD_MAX)));
     }
     Ok(shape)
 }
 
-/// The case's mismatches on `backend` (a device backend), or why it was skipped.
-/// Faults, and a backend that cannot be opened, are mismatches of the case.
-pub fn check_on_device(case: &VectorCase, backend: &Backend, timeout: Duration) -> Result<Vec<Mismatch>, Skip> {
+/// The case's mismatches on `backend` (a device backend), or why it did not run. Faults
+/// during the case are mismatches; a backend that cannot be opened is [`NotRun::Unreachable`].
+pub fn check_on_device(case: &VectorCase, backend: &Backend, timeout: Duration) -> Result<Vec<Mismatch>, NotRun> {
     let mut device = match backend.accelerator(case.fair_share.len(), timeout) {
         Ok(Some(d)) => d,
         Ok(None) => return Ok(vec![case_error(case, "not a device backend".into())]),
-        Err(BackendError::NoEngine(e)) => return Err(Skip::DoesNotFit(e.to_string())),
-        Err(e) => return Ok(vec![case_error(case, e.to_string())]),
+        Err(BackendError::NoEngine(e)) => return Err(NotRun::DoesNotFit(e.to_string())),
+        Err(e) => return Err(NotRun::Unreachable(e)),
     };
     let shape = device_case(case, &device.limits())?;
     if let Err(e) = device.write_credits(&shape.credits) {

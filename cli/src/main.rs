@@ -3,8 +3,9 @@
 //! `fairshare demo` runs the built-in comparison, `fairshare compare` writes the
 //! evaluation report, `fairshare replay` runs a demand
 //! trace through a policy, `fairshare selftest` checks a backend against golden
-//! vectors, `fairshare multi` runs a multi-resource policy on an instance. Exit status: 0 success, 1 selftest mismatch, 2 bad input (the message
-//! names the file, line, field and value; no partial output file is left behind).
+//! vectors, `fairshare multi` runs a multi-resource policy on an instance. Exit status: 0 success, 1 selftest mismatch, 2 bad input or an unreachable backend (the message
+//! names the file, line, field and value; no partial output file is left behind), 3 a selftest in which
+//! every case was skipped (nothing was tested).
 
 mod backend;
 mod compare;
@@ -470,7 +471,10 @@ fn main() -> ExitCode {
             hdl::cycles(users, lanes, quanta, seed, json).map(|_| true)
         }
         Command::Selftest { vectors, backend, timeout_ms } => {
-            selftest::run(vectors.as_deref(), &backend, Duration::from_millis(timeout_ms))
+            match selftest::run(vectors.as_deref(), &backend, Duration::from_millis(timeout_ms)) {
+                Ok(selftest::Verdict::NothingRan) => return ExitCode::from(3),
+                verdict => verdict.map(|v| v == selftest::Verdict::Passed),
+            }
         }
     };
     match result {

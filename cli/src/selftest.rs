@@ -8,7 +8,7 @@ use crate::backend::Backend;
 use crate::CliError;
 use fairshare::policy::karma;
 use fairshare::vectors::VectorFile;
-use fairshare_backends::conformance::check_on_device;
+use fairshare_backends::conformance::{check_on_device, NotRun};
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,26 +18,53 @@ pub const BUILT_IN: [(&str, &str); 2] = [
     ("vectors/karma_random.json", include_str!("../../vectors/karma_random.json")),
 ];
 
-/// Runs `path`, or the built-in files; `Ok(true)` when every case matched.
-pub fn run(path: Option<&Path>, backend: &Backend, timeout: Duration) -> Result<bool, CliError> {
-    let Some(path) = path else {
-        let mut all = true;
-        for (name, text) in BUILT_IN {
-            all &= run_text(name, text, backend, timeout)?;
+/// How a self-test ended (exit status 0, 1 and 3; a backend that cannot be reached or
+/// a bad file is an error, exit status 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every case that ran matched, and at least one quantum ran.
+    Passed,
+    /// At least one case differs from its vector.
+    Mismatches,
+    /// Every case was skipped: nothing was tested.
+    NothingRan,
+}
+
+/// Runs `path`, or the built-in files.
+pub fn run(path: Option<&Path>, backend: &Backend, timeout: Duration) -> Result<Verdict, CliError> {
+    let mut tally = Tally::default();
+    match path {
+        None => {
+            for (name, text) in BUILT_IN {
+                run_text(name, text, backend, timeout, &mut tally)?;
+            }
         }
-        return Ok(all);
-    };
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{file}: {e}")))?;
-    run_text(&file, &text, backend, timeout)
+        Some(path) => {
+            let file = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{file}: {e}")))?;
+            run_text(&file, &text, backend, timeout, &mut tally)?;
+        }
+    }
+    Ok(if tally.failed > 0 {
+        Verdict::Mismatches
+    } else if tally.quanta == 0 {
+        println!("selftest: every case was skipped on backend {backend}: nothing was tested (exit status 3)");
+        Verdict::NothingRan
+    } else {
+        Verdict::Passed
+    })
+}
+
+/// Quanta run and cases failed, over every file.
+#[derive(Default)]
+struct Tally {
+    quanta: usize,
+    failed: usize,
 }
 
 /// Runs the vector file `text` (named `file` in messages).
-fn run_text(file: &str, text: &str, backend: &Backend, timeout: Duration) -> Result<bool, CliError> {
-    let vectors = VectorFile::parse(text).map_err(|e| CliError::Io(format!("{file}: not a vector file: {e}")))?;
-    if vectors.cases.is_empty() {
-        return Err(CliError::Io(format!("{file}: the file has no cases")));
-    }
+fn run_text(file: &str, text: &str, backend: &Backend, timeout: Duration, tally: &mut Tally) -> Result<(), CliError> {
+    let vectors = VectorFile::parse(text).map_err(|e| CliError::Usage(format!("{file}: not a vector file: {e}")))?;
     for case in &vectors.cases {
         case.config().map_err(|e| CliError::Io(format!("{file}: case `{}` is not a valid pool: {e}", case.name)))?;
     }
@@ -47,7 +74,8 @@ fn run_text(file: &str, text: &str, backend: &Backend, timeout: Duration) -> Res
             Backend::Software => case.check(karma::batched),
             Backend::Literal => case.check(karma::literal),
             device => match check_on_device(case, device, timeout) {
-                Err(why) => {
+                Err(NotRun::Unreachable(e)) => return Err(CliError::Backend(e)),
+                Err(why @ NotRun::DoesNotFit(_)) => {
                     println!("skip     {} ({why})", case.name);
                     skipped += 1;
                     continue;
@@ -71,5 +99,7 @@ fn run_text(file: &str, text: &str, backend: &Backend, timeout: Duration) -> Res
         backend,
         vectors.cases.len()
     );
-    Ok(failed == 0)
+    tally.quanta += quanta;
+    tally.failed += failed;
+    Ok(())
 }

@@ -289,3 +289,43 @@ fn item6_trace_numbers_out_of_range_are_named() {
     let err = text(&out.stderr);
     assert!(err.contains("quantum 7") && err.contains("user `alice`"), "{err}");
 }
+
+/// A self-test that tests nothing exits 3; an unreachable backend is an error (exit 2),
+/// not a mismatch; vector files are parsed strictly.
+#[test]
+fn item5_selftest_cannot_pass_without_testing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Only weighted cases: the device computes equal shares only, so every case is skipped.
+    let weighted = r#"{"cases": [{"name": "w", "fair_share": [2, 1], "guaranteed": [1, 0], "initial_credits": 5,
+        "quanta": [{"demand": [1, 1], "alloc": [1, 1], "credits_after": ["5", "5"]}]}]}"#;
+    let path = write(d, "weighted.json", weighted);
+    let out = fairshare(&["selftest", "--vectors", path.to_str().unwrap(), "--backend", "rtl-sim"]);
+    assert_eq!(out.status.code(), Some(3), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("nothing was tested"), "{}", text(&out.stdout));
+
+    let missing = d.join("none.shm");
+    let out = fairshare(&["selftest", "--backend", &format!("emulator:{}", missing.display())]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("no emulator"), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("MISMATCH"), "{}", text(&out.stdout));
+
+    let case = |name: &str, extra: &str, quanta: &str| {
+        format!(
+            r#"{{"name": "{name}", "fair_share": [2], "guaranteed": [1], "initial_credits": 5{extra}, "quanta": [{quanta}]}}"#
+        )
+    };
+    let q = r#"{"demand": [1], "alloc": [1], "credits_after": ["5"]}"#;
+    for (content, expect) in [
+        (format!(r#"{{"cases": [{}]}}"#, case("a", r#", "fair_shares": [3]"#, q)), "unknown field `fair_shares`"),
+        (format!(r#"{{"cases": [{}, {}]}}"#, case("a", "", q), case("a", "", q)), "case `a` appears twice"),
+        (format!(r#"{{"cases": [{}]}}"#, case("a", "", "")), "case `a` has no quanta"),
+        (r#"{"cases": []}"#.to_string(), "no cases"),
+        (r#"{"cases": [], "about": "x", "extra": 1}"#.to_string(), "unknown field `extra`"),
+    ] {
+        let path = write(d, "v.json", &content);
+        let out = fairshare(&["selftest", "--vectors", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{content}");
+        assert!(text(&out.stderr).contains(expect), "{content}: {}", text(&out.stderr));
+    }
+}

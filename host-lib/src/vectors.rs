@@ -9,8 +9,11 @@ use crate::policy::Outcome;
 use serde::Deserialize;
 use std::fmt;
 
-/// A vector file: `{"about": ..., "cases": [...]}`.
+/// A vector file: `{"about": ..., "cases": [...]}`. Parsing is strict: an unknown
+/// field, two cases of one name, a file without cases or a case without quanta is an
+/// error (a typo must not turn a check into no check).
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VectorFile {
     /// Where the vectors come from.
     #[serde(default)]
@@ -21,6 +24,7 @@ pub struct VectorFile {
 
 /// One Karma pool run over several quanta, with the expected results.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VectorCase {
     /// Case name, used in reports.
     pub name: String,
@@ -36,6 +40,7 @@ pub struct VectorCase {
 
 /// One quantum of a case.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VectorQuantum {
     /// Demand per user.
     pub demand: Vec<u64>,
@@ -72,10 +77,40 @@ impl fmt::Display for Mismatch {
     }
 }
 
+/// Why a text is not a vector file.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorError {
+    /// Not JSON of the schema (the message has the line and column).
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The file has no cases.
+    #[error("the file has no cases")]
+    NoCases,
+    /// Two cases share a name (mismatches are reported by name).
+    #[error("case `{0}` appears twice")]
+    DuplicateName(String),
+    /// A case has no quanta: it would check nothing.
+    #[error("case `{0}` has no quanta")]
+    NoQuanta(String),
+}
+
 impl VectorFile {
-    /// Parses a vector file's text; the error says where the JSON is wrong.
-    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(text)
+    /// Parses a vector file's text strictly (see [`VectorFile`]).
+    pub fn parse(text: &str) -> Result<Self, VectorError> {
+        let file: VectorFile = serde_json::from_str(text)?;
+        if file.cases.is_empty() {
+            return Err(VectorError::NoCases);
+        }
+        let mut names = std::collections::HashSet::new();
+        for case in &file.cases {
+            if !names.insert(case.name.as_str()) {
+                return Err(VectorError::DuplicateName(case.name.clone()));
+            }
+            if case.quanta.is_empty() {
+                return Err(VectorError::NoQuanta(case.name.clone()));
+            }
+        }
+        Ok(file)
     }
 }
 
