@@ -329,3 +329,45 @@ fn item5_selftest_cannot_pass_without_testing() {
         assert!(text(&out.stderr).contains(expect), "{content}: {}", text(&out.stderr));
     }
 }
+
+/// Runs `replay` on `content` and checks the result is a clean success or a clean
+/// refusal (exit 2 with a message naming the file), never a panic.
+fn replay_is_clean(dir: &Path, content: &[u8]) -> Result<(), String> {
+    let path = dir.join("fuzz.csv");
+    fs::write(&path, content).unwrap();
+    let out = fairshare(&["replay", path.to_str().unwrap(), "--fair-share", "3", "--dense"]);
+    let err = text(&out.stderr);
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(2) if err.contains("fuzz.csv") => Ok(()),
+        code => Err(format!("exit {code:?}, stderr {err}, input {:?}", String::from_utf8_lossy(content))),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 150, ..Default::default() })]
+
+    /// Item 8: the trace parser fuzzed through the binary, on arbitrary bytes.
+    #[test]
+    fn item8_the_trace_parser_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut content = b"quantum,user,demand\n".to_vec();
+        content.extend(bytes);
+        proptest::prop_assert_eq!(replay_is_clean(dir.path(), &content), Ok(()));
+    }
+
+    /// Item 8: the trace parser fuzzed through the binary, on mutations of a valid trace:
+    /// numbers at their limits, signs, fractions, quotes, missing and extra fields.
+    #[test]
+    fn item8_the_trace_parser_never_panics_on_mutated_traces(
+        at in proptest::prelude::any::<proptest::sample::Index>(),
+        cut in 0usize..12,
+        insert in "(18446744073709551615|18446744073709551616|-1|0.5|1e3|\"|,|\n| |[0-9a-z]{0,6}){0,3}",
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let i = at.index(PAPER.len());
+        let j = (i + cut).min(PAPER.len());
+        let content = format!("{}{insert}{}", &PAPER[..i], &PAPER[j..]);
+        proptest::prop_assert_eq!(replay_is_clean(dir.path(), content.as_bytes()), Ok(()));
+    }
+}
