@@ -106,8 +106,9 @@ impl From<Refusal> for DeviceError {
 
 /// A device that computes quanta in its words: equal shares (Algorithm 1 for Karma),
 /// whole credits below [`crate::WORD_LIMIT`], balances kept on the device from quantum
-/// to quantum.
-pub trait Accelerator {
+/// to quantum. `Send`: a pool and its device may be moved to the thread that runs its
+/// quanta (the live service runs them off its HTTP threads).
+pub trait Accelerator: Send {
     /// Where it is, for messages (`rtl-sim (4 lanes, 64 users)`, `emulator:PATH`,
     /// `vfio:ADDR`).
     fn label(&self) -> String;

@@ -50,6 +50,9 @@ pub enum CliError {
     /// The credit ledger (`--state`) could not be opened or written.
     #[error(transparent)]
     Ledger(#[from] fairshare_ledger::LedgerError),
+    /// The live service could not start or failed.
+    #[error(transparent)]
+    Service(#[from] fairshare_service::ServiceError),
     /// The emulator could not start.
     #[error(transparent)]
     Emulator(#[from] fairshare_emulator::EmulatorError),
@@ -209,6 +212,25 @@ enum Command {
         /// With a device backend, how long to wait for a completion (milliseconds).
         #[arg(long, default_value_t = 2000)]
         timeout_ms: u64,
+    },
+    /// Run a pool live: quanta on a clock, demands over an HTTP JSON API, credits in a
+    /// durable ledger (--state), Prometheus metrics on /metrics (docs/serve.md).
+    Serve {
+        /// The configuration file (TOML: pool, demand, enforce, tenants).
+        #[arg(long)]
+        config: PathBuf,
+        /// Address to listen on (loopback by default; port 0 picks a free port).
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: std::net::SocketAddr,
+        /// Keep the credits in a durable ledger in this folder; a restart resumes from it.
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// What drives quanta: the wall clock (one per period), or `manual` (one per
+        /// POST /v1/quantum).
+        #[arg(long, default_value = "wall", value_parser = ["wall", "manual"])]
+        clock: String,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
     /// Serve an emulated device over a shared-memory file (the backend
     /// `emulator:PATH`) until killed: the register map of abi/REGISTERS.md, each
@@ -455,6 +477,27 @@ fn main() -> ExitCode {
                 state: state.as_deref(),
             };
             replay::run(&req).map(|_| true)
+        }
+        Command::Serve { config, listen, state, clock, device } => {
+            let clock = if clock == "manual" {
+                fairshare_service::http::Clock::Manual
+            } else {
+                fairshare_service::http::Clock::Wall
+            };
+            let options = fairshare_service::http::ServeOptions {
+                config,
+                listen,
+                state,
+                backend: device.backend.clone(),
+                device: device.options(),
+                clock,
+            };
+            fairshare_service::http::serve(options, |addr| {
+                println!("fairshare serve: listening on http://{addr}");
+                let _ = std::io::Write::flush(&mut std::io::stdout());
+            })
+            .map(|_| true)
+            .map_err(CliError::from)
         }
         Command::DeviceSim { shm, model, users, lanes, faults, late_ms } => {
             device_sim(&shm, model, users, lanes, faults, late_ms).map(|_| true)

@@ -39,7 +39,7 @@ fn workspace_dependencies() -> BTreeMap<String, Vec<String>> {
 #[test]
 fn crates_depend_only_on_what_their_concern_allows() {
     let deps = workspace_dependencies();
-    let forbidden: [(&str, &[&str]); 9] = [
+    let forbidden: [(&str, &[&str]); 10] = [
         // The device contract depends on nothing in the workspace.
         ("fairshare-abi", &["*"]),
         // The core library: semantics, offload; no way to reach a device, no RTL.
@@ -53,7 +53,14 @@ fn crates_depend_only_on_what_their_concern_allows() {
                 "fairshare-multi",
                 "fairshare-report",
                 "fairshare-sim",
+                "fairshare-service",
+                "fairshare-ledger",
             ],
+        ),
+        // The live service reaches devices through the backends only, and lays out no reports.
+        (
+            "fairshare-service",
+            &["fairshare-driver", "fairshare-hdl", "fairshare-emulator", "fairshare-report", "fairshare-sim"],
         ),
         // The simulator depends on the core library only.
         (

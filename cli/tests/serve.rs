@@ -1,0 +1,252 @@
+//! `fairshare serve` end to end: the binary started on a free port, driven over HTTP
+//! with a minimal HTTP/1.1 client (no client crate needed for a few requests).
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A running `fairshare serve`, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(config: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fairshare"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+    assert!(addr.contains(':'), "no address in {line:?}");
+    Server { child, addr }
+}
+
+/// One request; the status and the body.
+fn http(s: &Server, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(&s.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
+    (status, body)
+}
+
+fn json(s: &Server, method: &str, path: &str, body: &str) -> Value {
+    let (status, text) = http(s, method, path, body);
+    assert!((200..300).contains(&status), "{method} {path}: {status} {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/serve.toml")
+}
+
+/// The Karma paper's worked example (Figure 2): demands per quantum of A, B, C.
+const FIGURE2: [[u64; 3]; 5] = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
+
+fn run_figure2(s: &Server) -> Vec<Value> {
+    let mut out = Vec::new();
+    for d in FIGURE2 {
+        for (name, slices) in ["A", "B", "C"].iter().zip(d) {
+            let (status, body) =
+                http(s, "PUT", &format!("/v1/tenants/{name}/demand"), &format!("{{\"slices\": {slices}}}"));
+            assert_eq!(status, 204, "{body}");
+        }
+        out.push(json(s, "POST", "/v1/quantum", ""));
+    }
+    out
+}
+
+/// The allocations and credits of `fairshare replay` on the same demands.
+fn replay_rows() -> Vec<(u64, String, u64, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    let mut text = String::from("quantum,user,demand\n");
+    for (q, d) in FIGURE2.iter().enumerate() {
+        for (name, slices) in ["A", "B", "C"].iter().zip(d) {
+            text += &format!("{},{name},{slices}\n", q + 1);
+        }
+    }
+    std::fs::write(&trace, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fairshare"))
+        .args(["replay", trace.to_str().unwrap(), "--fair-share", "2", "--alpha", "0.5", "--initial-credits", "6"])
+        .args(["--dense"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[1].to_string(), f[3].parse().unwrap(), f[4].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn manual_clock_equals_replay_and_the_paper() {
+    let s = serve(&example(), &["--clock", "manual"]);
+    let results = run_figure2(&s);
+    let mut got = Vec::new();
+    let mut totals = [0u64; 3];
+    for r in &results {
+        for (u, t) in r["tenants"].as_array().unwrap().iter().enumerate() {
+            let alloc = t["alloc_slices"].as_u64().unwrap();
+            totals[u] += alloc;
+            got.push((
+                r["quantum"].as_u64().unwrap(),
+                t["name"].as_str().unwrap().to_string(),
+                alloc,
+                t["credits"].as_str().unwrap().to_string(),
+            ));
+            assert_eq!(t["rate_bps"].as_u64().unwrap(), alloc, "a pool in bare slices: 1 bit/s per slice");
+        }
+    }
+    assert_eq!(totals, [8, 8, 8], "the paper's totals");
+    assert_eq!(got, replay_rows(), "the service and replay agree on every allocation and credit");
+    assert_eq!(json(&s, "GET", "/v1/allocations", ""), results[4]);
+}
+
+#[test]
+fn bad_requests_name_the_field_and_change_nothing() {
+    let s = serve(&example(), &["--clock", "manual"]);
+    for (method, path, body, status, expect) in [
+        ("PUT", "/v1/tenants/A/demand", "{\"slice\": 3}", 400, "slice: unknown field"),
+        ("PUT", "/v1/tenants/A/demand", "{\"slices\": -3}", 400, "slices: -3 is not a whole number"),
+        ("PUT", "/v1/tenants/A/demand", "{\"slices\": 1, \"bps\": 5}", 400, "exactly one"),
+        ("PUT", "/v1/tenants/A/demand", "[1]", 400, "JSON object"),
+        ("PUT", "/v1/tenants/Z/demand", "{\"slices\": 1}", 404, "unknown tenant `Z`"),
+        ("POST", "/v1/tenants", "{\"name\": \"A\"}", 400, "appears twice"),
+        ("POST", "/v1/tenants", "{\"weight\": 2}", 400, "name: missing"),
+        ("DELETE", "/v1/tenants/Z", "", 404, "unknown tenant `Z`"),
+    ] {
+        let (got, body_text) = http(&s, method, path, body);
+        assert_eq!(got, status, "{method} {path} {body}: {body_text}");
+        let v: Value = serde_json::from_str(&body_text).unwrap();
+        assert!(v["error"].as_str().unwrap().contains(expect), "{method} {path} {body}: {body_text}");
+    }
+    let after = json(&s, "POST", "/v1/quantum", "");
+    for t in after["tenants"].as_array().unwrap() {
+        assert_eq!(t["demand_slices"], 0, "no bad request changed a demand: {after}");
+    }
+}
+
+#[test]
+fn tenants_join_and_leave_and_metrics_parse() {
+    let s = serve(&example(), &["--clock", "manual"]);
+    let (status, body) = http(&s, "POST", "/v1/tenants", "{\"name\": \"D\", \"weight\": 1}");
+    assert_eq!(status, 201, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["tenants"].as_array().unwrap().len(), 4);
+    let (status, _) = http(&s, "PUT", "/v1/tenants/D/demand", "{\"bps\": 2}");
+    assert_eq!(status, 204);
+    let r = json(&s, "POST", "/v1/quantum", "");
+    assert_eq!(r["tenants"][3]["alloc_slices"], 2, "{r}");
+    let v = json(&s, "DELETE", "/v1/tenants/B", "");
+    let names: Vec<&str> = v["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["A", "C", "D"]);
+    let (status, text) = http(&s, "GET", "/metrics", "");
+    assert_eq!(status, 200);
+    // Prometheus text: every line a comment or `name{labels} value`, the series named.
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        assert!(value.parse::<f64>().is_ok(), "{line}");
+        let name = series.split('{').next().unwrap();
+        assert!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && name.starts_with("fairshare_"),
+            "{line}"
+        );
+    }
+    assert!(text.contains("fairshare_tenant_allocation_slices{tenant=\"D\"} 2"), "{text}");
+    assert!(!text.contains("tenant=\"B\""), "B left: {text}");
+    assert!(text.contains("fairshare_quanta_total 1"), "{text}");
+    assert!(text.contains("fairshare_backend_info{backend=\"software\"} 1"), "{text}");
+    assert!(text.contains("fairshare_quantum_duration_seconds_count 1"), "{text}");
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    assert_eq!(http(&s, "GET", "/healthz", "").0, 200);
+    let st = json(&s, "GET", "/v1/status", "");
+    assert_eq!(st["backend"], "software");
+    assert_eq!(http(&s, "POST", "/v1/quantum", "").0, 200);
+}
+
+#[test]
+fn the_wall_clock_runs_quanta_and_manual_quanta_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fast.toml");
+    std::fs::write(&config, std::fs::read_to_string(example()).unwrap().replace("\"100ms\"", "\"20ms\"")).unwrap();
+    let s = serve(&config, &[]);
+    std::thread::sleep(Duration::from_millis(400));
+    let q = json(&s, "GET", "/v1/allocations", "")["quantum"].as_u64().unwrap();
+    assert!((5..=25).contains(&q), "{q} quanta in 400 ms at 20 ms each");
+    assert_eq!(http(&s, "POST", "/v1/quantum", "").0, 409);
+}
+
+/// kill -9 at 20 points of a manual-clock run, restarted each time from the ledger: the
+/// allocations and credits equal an uninterrupted run's.
+#[test]
+fn kill_9_at_20_points_resumes_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let demands: Vec<[u64; 3]> = (0..60u64).map(|q| [(q * 7) % 5, (q * 3) % 6, (q * 11) % 4]).collect();
+    let step = |s: &Server, d: &[u64; 3]| {
+        for (name, slices) in ["A", "B", "C"].iter().zip(d) {
+            assert_eq!(
+                http(s, "PUT", &format!("/v1/tenants/{name}/demand"), &format!("{{\"slices\": {slices}}}")).0,
+                204
+            );
+        }
+        json(s, "POST", "/v1/quantum", "")
+    };
+    let reference: Vec<Value> = {
+        let s = serve(&example(), &["--clock", "manual"]);
+        demands.iter().map(|d| step(&s, d)).collect()
+    };
+    let state = dir.path().join("state");
+    let state_arg = state.to_str().unwrap();
+    let mut x: u64 = 12345;
+    let mut got: Vec<Value> = Vec::new();
+    let mut kills = 0;
+    while got.len() < demands.len() {
+        let mut s = serve(&example(), &["--clock", "manual", "--state", state_arg]);
+        // Resume: the service says where it is.
+        let at = json(&s, "GET", "/v1/allocations", "")["quantum"].as_u64().unwrap() as usize;
+        got.truncate(at);
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let run_for = if kills < 20 { 1 + (x >> 33) as usize % 5 } else { usize::MAX };
+        for d in demands[at..].iter().take(run_for) {
+            got.push(step(&s, d));
+        }
+        if got.len() < demands.len() {
+            s.child.kill().unwrap(); // SIGKILL
+            kills += 1;
+        }
+    }
+    assert!(kills >= 10, "{kills} kills");
+    assert_eq!(got, reference);
+}

@@ -1,0 +1,390 @@
+//! The service's configuration file (TOML): the pool, where demands come from, how
+//! allocations are enforced, and the tenants. Every field is documented in
+//! docs/serve.md; unknown fields, bad units, a zero-capacity pool and duplicate names
+//! are errors that name the field.
+
+use std::path::Path;
+use std::time::Duration;
+
+use fairshare::{Alpha, Credits, Policy, PoolConfig, UserConfig};
+use serde::Deserialize;
+
+/// Why a configuration cannot be used. The message names the file and the field.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ConfigError {
+    /// The file.
+    pub file: String,
+    /// What is wrong, with the field.
+    pub message: String,
+}
+
+/// A capacity: slices, or a rate with its unit ("100mbit").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Amount {
+    Slices(u64),
+    Rate(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPool {
+    capacity: Amount,
+    slice: Option<String>,
+    quantum: String,
+    #[serde(default = "default_policy")]
+    policy: String,
+    #[serde(default = "default_alpha")]
+    alpha: f64,
+    #[serde(default)]
+    initial_credits: i64,
+}
+
+fn default_policy() -> String {
+    "karma".into()
+}
+fn default_alpha() -> f64 {
+    0.5
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDemand {
+    source: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEnforce {
+    kind: String,
+    dev: Option<String>,
+}
+
+/// What selects a tenant's traffic (for enforcement).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    /// Destination port.
+    pub dport: Option<u16>,
+    /// Source address.
+    pub src: Option<String>,
+    /// Firewall mark.
+    pub fwmark: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTenant {
+    name: String,
+    #[serde(default = "default_weight")]
+    weight: u64,
+    #[serde(rename = "match")]
+    selector: Option<Match>,
+}
+
+fn default_weight() -> u64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    pool: RawPool,
+    demand: RawDemand,
+    enforce: RawEnforce,
+    tenants: Vec<RawTenant>,
+}
+
+/// Where demands come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemandSource {
+    /// Tenants post them through the API.
+    Declared,
+}
+
+/// How allocations are enforced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enforce {
+    /// Not at all: the allocation is published (API, metrics) only.
+    None,
+}
+
+/// A tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant {
+    /// Its name.
+    pub name: String,
+    /// Its weight: fair shares are proportional to it.
+    pub weight: u64,
+    /// What selects its traffic.
+    pub selector: Option<Match>,
+}
+
+/// A checked configuration.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Slices in the pool.
+    pub slices: u64,
+    /// Bits per second of a slice (1 when the pool is in bare slices).
+    pub slice_bps: u64,
+    /// The period of a quantum.
+    pub quantum: Duration,
+    /// The policy.
+    pub policy: Policy,
+    /// The guaranteed fraction of each fair share.
+    pub alpha: Alpha,
+    /// Credits every tenant starts with.
+    pub initial_credits: i64,
+    /// Where demands come from.
+    pub demand: DemandSource,
+    /// How allocations are enforced.
+    pub enforce: Enforce,
+    /// The tenants, in index order.
+    pub tenants: Vec<Tenant>,
+}
+
+/// A rate in bits per second: a number and a unit (`bit`, `kbit`, `mbit`, `gbit`, `tbit`;
+/// decimal, as `tc` reads them).
+pub fn parse_rate(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale: u64 = match unit.trim() {
+        "bit" | "bps" => 1,
+        "kbit" => 1_000,
+        "mbit" => 1_000_000,
+        "gbit" => 1_000_000_000,
+        "tbit" => 1_000_000_000_000,
+        "" => return Err(format!("`{text}` has no unit; write it as e.g. \"100mbit\"")),
+        other => return Err(format!("`{text}`: unknown unit `{other}` (use bit, kbit, mbit, gbit or tbit)")),
+    };
+    let value: f64 = number.parse().map_err(|_| format!("`{text}` does not start with a number"))?;
+    let bps = value * scale as f64;
+    if !(1.0..1e18).contains(&bps) || bps.fract() != 0.0 {
+        return Err(format!("`{text}` is not a whole number of bits per second from 1 to 10^18"));
+    }
+    Ok(bps as u64)
+}
+
+/// A period: a number and a unit (`us`, `ms`, `s`).
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("`{text}` does not start with a whole number"))?;
+    let d = match unit.trim() {
+        "us" => Duration::from_micros(n),
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        other => return Err(format!("`{text}`: unknown unit `{other}` (use us, ms or s)")),
+    };
+    if d < Duration::from_micros(100) || d > Duration::from_secs(3600) {
+        return Err(format!("`{text}` is outside 100us to 3600s"));
+    }
+    Ok(d)
+}
+
+impl ServeConfig {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let file = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ConfigError { file: file.clone(), message: e.to_string() })?;
+        Self::parse(&file, &text)
+    }
+
+    /// Parses and checks the text of a configuration (`file` names it in errors).
+    pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
+        let err = |message: String| ConfigError { file: file.to_string(), message };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+        let p = raw.pool;
+        let (slices, slice_bps) = match (&p.capacity, &p.slice) {
+            (Amount::Slices(n), None) => (*n, 1),
+            (Amount::Slices(_), Some(_)) => {
+                return Err(err("pool.slice: a pool in bare slices (capacity = N) takes no slice size".into()))
+            }
+            (Amount::Rate(r), Some(s)) => {
+                let cap = parse_rate(r).map_err(|m| err(format!("pool.capacity: {m}")))?;
+                let slice = parse_rate(s).map_err(|m| err(format!("pool.slice: {m}")))?;
+                (cap / slice, slice)
+            }
+            (Amount::Rate(r), None) => {
+                return Err(err(format!(
+                    "pool.capacity: `{r}` is a rate; give pool.slice too (e.g. slice = \"1mbit\")"
+                )))
+            }
+        };
+        if slices == 0 {
+            return Err(err("pool.capacity: the pool has no slices".into()));
+        }
+        let quantum = parse_period(&p.quantum).map_err(|m| err(format!("pool.quantum: {m}")))?;
+        let policy: Policy = p.policy.parse().map_err(|m| err(format!("pool.policy: {m}")))?;
+        let alpha = Alpha::from_f64(p.alpha).map_err(|e| err(format!("pool.alpha: {e}")))?;
+        if Credits::from_int(p.initial_credits).is_none() {
+            return Err(err(format!("pool.initial_credits: {} is out of range", p.initial_credits)));
+        }
+        let demand = match raw.demand.source.as_str() {
+            "declared" => DemandSource::Declared,
+            "measured" => {
+                return Err(err(
+                    "demand.source: `measured` needs enforce.kind = \"htb\", which this build does not have yet".into(),
+                ))
+            }
+            other => return Err(err(format!("demand.source: `{other}` (use declared or measured)"))),
+        };
+        let enforce = match raw.enforce.kind.as_str() {
+            "none" => {
+                if raw.enforce.dev.is_some() {
+                    return Err(err("enforce.dev: only with kind = \"htb\"".into()));
+                }
+                Enforce::None
+            }
+            "htb" => return Err(err("enforce.kind: `htb` is not in this build yet (use none)".into())),
+            other => return Err(err(format!("enforce.kind: `{other}` (use none or htb)"))),
+        };
+        if raw.tenants.is_empty() {
+            return Err(err("tenants: at least one [[tenants]] is needed".into()));
+        }
+        let mut tenants: Vec<Tenant> = Vec::new();
+        for (i, t) in raw.tenants.into_iter().enumerate() {
+            if t.name.is_empty() {
+                return Err(err(format!("tenants[{i}].name is empty")));
+            }
+            if tenants.iter().any(|o| o.name == t.name) {
+                return Err(err(format!("tenants[{i}].name: `{}` appears twice", t.name)));
+            }
+            if t.weight == 0 || t.weight > 1_000_000 {
+                return Err(err(format!("tenants[{i}].weight: {} is outside 1 to 1000000", t.weight)));
+            }
+            tenants.push(Tenant { name: t.name, weight: t.weight, selector: t.selector });
+        }
+        let config = ServeConfig {
+            slices,
+            slice_bps,
+            quantum,
+            policy,
+            alpha,
+            initial_credits: p.initial_credits,
+            demand,
+            enforce,
+            tenants,
+        };
+        config.pool().map_err(|e| err(format!("tenants: {e}")))?;
+        Ok(config)
+    }
+
+    /// The fair shares: the pool's slices divided in proportion to the weights by
+    /// largest remainder (each tenant the floor of its quota, the slices left one each to
+    /// the largest remainders, ties to the lower index).
+    pub fn fair_shares(&self) -> Vec<u64> {
+        fair_shares(self.slices, &self.tenants.iter().map(|t| t.weight).collect::<Vec<_>>())
+    }
+
+    /// The pool the allocator runs.
+    pub fn pool(&self) -> Result<PoolConfig, fairshare::Error> {
+        let credits = Credits::from_int(self.initial_credits).unwrap_or_default();
+        let users = self
+            .tenants
+            .iter()
+            .zip(self.fair_shares())
+            .map(|(t, f)| UserConfig::with_alpha(t.name.clone(), f, self.alpha, credits))
+            .collect();
+        let config = PoolConfig { users };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// `slices` divided in proportion to `weights` by largest remainder.
+pub fn fair_shares(slices: u64, weights: &[u64]) -> Vec<u64> {
+    let total: u128 = weights.iter().map(|&w| w as u128).sum();
+    let mut shares: Vec<u64> = weights.iter().map(|&w| (slices as u128 * w as u128 / total) as u64).collect();
+    let mut left = slices - shares.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(slices as u128 * weights[i] as u128 % total));
+    for &i in order.iter().cycle().take(weights.len() * 2) {
+        if left == 0 {
+            break;
+        }
+        shares[i] += 1;
+        left -= 1;
+    }
+    shares
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"
+[pool]
+capacity = 6
+quantum = "100ms"
+policy = "karma"
+alpha = 0.5
+initial_credits = 6
+[demand]
+source = "declared"
+[enforce]
+kind = "none"
+[[tenants]]
+name = "A"
+weight = 1
+[[tenants]]
+name = "B"
+weight = 1
+"#;
+
+    #[test]
+    fn the_issue_example_parses_as_written() {
+        let c = ServeConfig::parse("x.toml", EXAMPLE).expect("valid");
+        assert_eq!((c.slices, c.slice_bps), (6, 1));
+        assert_eq!(c.quantum, Duration::from_millis(100));
+        assert_eq!(c.fair_shares(), [3, 3]);
+        assert_eq!(c.pool().expect("pool").users[0].guaranteed, 1);
+    }
+
+    #[test]
+    fn rates_and_units() {
+        let text = EXAMPLE.replace("capacity = 6", "capacity = \"100mbit\"\nslice = \"1mbit\"");
+        let c = ServeConfig::parse("x.toml", &text).expect("valid");
+        assert_eq!((c.slices, c.slice_bps), (100, 1_000_000));
+        assert_eq!(parse_rate("10gbit"), Ok(10_000_000_000));
+        assert_eq!(parse_rate("1.5kbit"), Ok(1_500));
+    }
+
+    #[test]
+    fn weights_divide_by_largest_remainder() {
+        assert_eq!(fair_shares(10, &[1, 1, 1]), [4, 3, 3]);
+        assert_eq!(fair_shares(10, &[2, 1, 1]), [5, 3, 2]);
+        assert_eq!(fair_shares(7, &[1, 2]), [2, 5]);
+        for (s, w) in [(100u64, vec![3u64, 5, 7, 11]), (5, vec![1, 1, 1, 1, 1, 1])] {
+            assert_eq!(fair_shares(s, &w).iter().sum::<u64>(), s);
+        }
+    }
+
+    #[test]
+    fn bad_configurations_name_the_field() {
+        for (from, to, expect) in [
+            ("capacity = 6", "capacity = 0", "pool.capacity: the pool has no slices"),
+            ("capacity = 6", "capacity = \"100mbit\"", "give pool.slice too"),
+            ("capacity = 6", "capacity = \"100mbps\"\nslice = \"1mbit\"", "unknown unit `mbps`"),
+            ("quantum = \"100ms\"", "quantum = \"100\"", "pool.quantum"),
+            ("policy = \"karma\"", "policy = \"fifo\"", "pool.policy"),
+            ("alpha = 0.5", "alpha = 1.5", "pool.alpha"),
+            ("name = \"B\"", "name = \"A\"", "`A` appears twice"),
+            (
+                "weight = 1\n[[tenants]]\nname = \"B\"",
+                "wieght = 1\n[[tenants]]\nname = \"B\"",
+                "unknown field `wieght`",
+            ),
+            ("kind = \"none\"", "kind = \"tbf\"", "enforce.kind"),
+            ("source = \"declared\"", "source = \"guessed\"", "demand.source"),
+        ] {
+            assert!(EXAMPLE.contains(from), "{from}");
+            let e = ServeConfig::parse("x.toml", &EXAMPLE.replacen(from, to, 1)).expect_err(to);
+            assert!(e.to_string().contains(expect) && e.to_string().starts_with("x.toml: "), "{to}: {e}");
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The live pool: declared demands (sticky until changed), one quantum at a time through
+//! the offload backend, the credits committed to the ledger before the allocation is
+//! published, tenants joining and leaving between quanta.
+
+use std::path::Path;
+use std::time::Instant;
+
+use fairshare::offload::Offload;
+use fairshare::{Allocator, AllocatorState, PoolChange, UserConfig};
+use fairshare_backends::{Backend, DeviceOptions};
+use fairshare_ledger::Ledger;
+use serde::{Deserialize, Serialize};
+
+use crate::config::ServeConfig;
+use crate::metrics::Metrics;
+use crate::ServiceError;
+
+/// One tenant in a published allocation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TenantView {
+    /// Its name.
+    pub name: String,
+    /// Its demand in the quantum, in slices.
+    pub demand_slices: u64,
+    /// Its allocation, in slices.
+    pub alloc_slices: u64,
+    /// Its allocation in bits per second (slices x the slice's rate).
+    pub rate_bps: u64,
+    /// Its credits after the quantum, as an exact decimal (Karma; `null` otherwise).
+    pub credits: Option<String>,
+}
+
+/// The allocation of the last quantum, as published.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    /// Quanta run so far (0 before the first).
+    pub quantum: u64,
+    /// Every tenant, in index order.
+    pub tenants: Vec<TenantView>,
+}
+
+/// What the ledger keeps after every change.
+#[derive(Serialize, Deserialize)]
+struct Checkpoint {
+    /// The configuration's slices and policy: a ledger of another pool is refused.
+    pool: String,
+    /// The allocator's state (tenants, shares, credits, quanta run).
+    allocator: AllocatorState,
+    /// The declared demands, sticky until changed.
+    demand: Vec<u64>,
+    /// Each tenant's weight.
+    weights: Vec<u64>,
+    /// The last published allocation (slices per tenant).
+    alloc: Vec<u64>,
+}
+
+/// A demand as posted: in bits per second or in slices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Demand {
+    /// Bits per second (rounded up to whole slices).
+    Bps(u64),
+    /// Slices.
+    Slices(u64),
+}
+
+/// The live pool.
+pub struct LivePool {
+    config: ServeConfig,
+    backend: Backend,
+    options: DeviceOptions,
+    pool: Offload,
+    demand: Vec<u64>,
+    weights: Vec<u64>,
+    alloc: Vec<u64>,
+    ledger: Option<Ledger>,
+    /// The metrics it keeps up to date.
+    pub metrics: Metrics,
+    fallbacks_seen: bool,
+}
+
+fn pool_id(config: &ServeConfig) -> String {
+    format!("{} slices, policy {}", config.slices, config.policy)
+}
+
+impl LivePool {
+    /// Starts the pool of `config` on `backend`; with a ledger folder, resumes from its
+    /// last committed state.
+    pub fn start(
+        config: ServeConfig,
+        backend: Backend,
+        options: DeviceOptions,
+        state: Option<&Path>,
+    ) -> Result<Self, ServiceError> {
+        let n = config.tenants.len();
+        let mut allocator = Allocator::new(config.pool()?, config.policy)?;
+        let mut demand = vec![0; n];
+        let mut weights: Vec<u64> = config.tenants.iter().map(|t| t.weight).collect();
+        let mut alloc = vec![0; n];
+        let ledger = match state {
+            None => None,
+            Some(dir) => {
+                let (ledger, latest) = Ledger::open(dir)?;
+                if let Some(bytes) = latest {
+                    let cp: Checkpoint = serde_json::from_slice(&bytes).map_err(|e| {
+                        ServiceError::Config(format!(
+                            "--state {}: the ledger's state is unreadable: {e}",
+                            dir.display()
+                        ))
+                    })?;
+                    if cp.pool != pool_id(&config) {
+                        return Err(ServiceError::Config(format!(
+                            "--state {}: the ledger is of another pool ({}; this one is {})",
+                            dir.display(),
+                            cp.pool,
+                            pool_id(&config)
+                        )));
+                    }
+                    allocator = Allocator::from_state(cp.allocator)?;
+                    demand = cp.demand;
+                    weights = cp.weights;
+                    alloc = cp.alloc;
+                }
+                Some(ledger)
+            }
+        };
+        let pool = backend.pool_from(allocator, options)?;
+        let metrics = Metrics::new(pool.label());
+        let mut live =
+            LivePool { config, backend, options, pool, demand, weights, alloc, ledger, metrics, fallbacks_seen: false };
+        live.publish();
+        Ok(live)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServeConfig {
+        &self.config
+    }
+
+    fn index(&self, name: &str) -> Result<usize, ServiceError> {
+        self.pool.pool().index_of(name).ok_or_else(|| ServiceError::UnknownTenant(name.to_string()))
+    }
+
+    /// Sets a tenant's demand from the next quantum on.
+    pub fn set_demand(&mut self, name: &str, demand: Demand) -> Result<(), ServiceError> {
+        let u = self.index(name)?;
+        let slices = match demand {
+            Demand::Slices(s) => s,
+            Demand::Bps(b) => b.div_ceil(self.config.slice_bps),
+        };
+        if slices > fairshare_abi::WORD_MAX.max(self.config.slices.saturating_mul(1_000)) {
+            return Err(ServiceError::BadRequest(format!(
+                "demand: {slices} slices is above the largest accepted ({})",
+                fairshare_abi::WORD_MAX.max(self.config.slices.saturating_mul(1_000))
+            )));
+        }
+        self.demand[u] = slices;
+        Ok(())
+    }
+
+    /// Runs one quantum: allocate, commit to the ledger, then publish.
+    pub fn run_quantum(&mut self) -> Result<Snapshot, ServiceError> {
+        let start = Instant::now();
+        let alloc = self.pool.allocate(&self.demand)?.to_vec();
+        self.alloc = alloc;
+        self.commit()?;
+        self.metrics.quantum_done(start.elapsed());
+        if self.pool.fallback().is_some() && !self.fallbacks_seen {
+            self.fallbacks_seen = true;
+            self.metrics.fallback();
+        }
+        self.publish();
+        Ok(self.snapshot())
+    }
+
+    fn commit(&mut self) -> Result<(), ServiceError> {
+        let Some(ledger) = self.ledger.as_mut() else { return Ok(()) };
+        let cp = Checkpoint {
+            pool: pool_id(&self.config),
+            allocator: self.pool.pool().export_state(),
+            demand: self.demand.clone(),
+            weights: self.weights.clone(),
+            alloc: self.alloc.clone(),
+        };
+        let bytes = serde_json::to_vec(&cp).map_err(|e| ServiceError::Config(e.to_string()))?;
+        ledger.commit(&bytes)?;
+        Ok(())
+    }
+
+    /// The last published allocation.
+    pub fn snapshot(&self) -> Snapshot {
+        let a = self.pool.pool();
+        let karma = a.policy() == fairshare::Policy::Karma;
+        let tenants = a
+            .users()
+            .iter()
+            .enumerate()
+            .map(|(u, user)| TenantView {
+                name: user.name.clone(),
+                demand_slices: self.demand[u],
+                alloc_slices: self.alloc[u],
+                rate_bps: self.alloc[u].saturating_mul(self.config.slice_bps),
+                credits: karma.then(|| a.credits()[u].to_string()),
+            })
+            .collect();
+        Snapshot { quantum: a.quantum(), tenants }
+    }
+
+    fn publish(&mut self) {
+        let snapshot = self.snapshot();
+        self.metrics.publish(&snapshot, self.pool.pool().credits());
+    }
+
+    /// A tenant joins between quanta (paper section 3.4: it starts with the mean of the
+    /// others' credits); the pool keeps its slices, the fair shares follow the weights.
+    pub fn join(&mut self, name: &str, weight: u64) -> Result<Snapshot, ServiceError> {
+        if name.is_empty() {
+            return Err(ServiceError::BadRequest("name: is empty".into()));
+        }
+        if weight == 0 || weight > 1_000_000 {
+            return Err(ServiceError::BadRequest(format!("weight: {weight} is outside 1 to 1000000")));
+        }
+        let mut allocator = self.pool.pool().clone();
+        let mut weights = self.weights.clone();
+        weights.push(weight);
+        let shares = crate::config::fair_shares(self.config.slices, &weights);
+        let share = shares.last().copied().unwrap_or(0).max(1);
+        let user = UserConfig::with_alpha(name, share, self.config.alpha, fairshare::Credits::ZERO);
+        allocator.join(user, PoolChange::KeepPool)?;
+        self.replace(allocator, weights, |v| v.push(0))
+    }
+
+    /// A tenant leaves between quanta; its credits are dropped.
+    pub fn leave(&mut self, name: &str) -> Result<Snapshot, ServiceError> {
+        let u = self.index(name)?;
+        let mut allocator = self.pool.pool().clone();
+        allocator.leave(name, PoolChange::KeepPool)?;
+        let mut weights = self.weights.clone();
+        weights.remove(u);
+        self.metrics.forget(name);
+        self.replace(allocator, weights, |v| {
+            v.remove(u);
+        })
+    }
+
+    /// Installs a changed pool: the device (if any) is put back from its credits.
+    fn replace(
+        &mut self,
+        allocator: Allocator,
+        weights: Vec<u64>,
+        edit: impl Fn(&mut Vec<u64>),
+    ) -> Result<Snapshot, ServiceError> {
+        // The old device handle is released first: a device serves one host at a time.
+        self.pool = Offload::software(allocator.clone());
+        self.pool = self.backend.pool_from(allocator, self.options)?;
+        self.weights = weights;
+        edit(&mut self.demand);
+        edit(&mut self.alloc);
+        self.commit()?;
+        self.publish();
+        Ok(self.snapshot())
+    }
+
+    /// The backend and whether the pool is on its device, as `/v1/status` shows.
+    pub fn status(&self) -> serde_json::Value {
+        serde_json::json!({
+            "backend": self.pool.label(),
+            "on_device": self.pool.on_device(),
+            "device_quanta": self.pool.device_quanta(),
+            "fallback": self.pool.fallback().map(|fb| serde_json::json!({
+                "after_quanta": fb.quantum, "kind": fb.error.kind(), "reason": fb.to_string(),
+            })),
+            "quantum": self.pool.pool().quantum(),
+            "quantum_period_ms": self.config.quantum.as_secs_f64() * 1e3,
+            "missed_ticks": self.metrics.missed_ticks(),
+            "durable": self.ledger.is_some(),
+        })
+    }
+}
