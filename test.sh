@@ -16,6 +16,9 @@ need_debian() {
 # Every Rust build links with the C toolchain; the engine's generated Verilog is
 # linted, compiled and co-simulated with Verilator (which needs make and a C++ compiler).
 need_debian cc:build-essential make:make verilator:verilator
+# The live service's end-to-end test shapes traffic with HTB between two network
+# namespaces (iproute2) and measures it with iperf3.
+need_debian ip:iproute2 tc:iproute2 iperf3:iperf3
 # The report's plots (fairshare compare) draw their text with a TrueType font.
 if [ -z "${FAIRSHARE_FONT:-}" ] && ! find /usr/share/fonts -iname '*.ttf' -print -quit 2>/dev/null | grep -q .; then
   missing+=(fonts-dejavu-core)

@@ -219,9 +219,10 @@ enum Command {
         /// The configuration file (TOML: pool, demand, enforce, tenants).
         #[arg(long)]
         config: PathBuf,
-        /// Address to listen on (loopback by default; port 0 picks a free port).
+        /// Where the API listens: ADDRESS:PORT (loopback by default; port 0 picks a free
+        /// port) or unix:PATH.
         #[arg(long, default_value = "127.0.0.1:9464")]
-        listen: std::net::SocketAddr,
+        listen: fairshare_service::http::Listen,
         /// Keep the credits in a durable ledger in this folder; a restart resumes from it.
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
@@ -493,7 +494,7 @@ fn main() -> ExitCode {
                 clock,
             };
             fairshare_service::http::serve(options, |addr| {
-                println!("fairshare serve: listening on http://{addr}");
+                println!("fairshare serve: listening on {addr}");
                 let _ = std::io::Write::flush(&mut std::io::stdout());
             })
             .map(|_| true)

@@ -71,6 +71,8 @@ pub struct Match {
     pub src: Option<String>,
     /// Firewall mark.
     pub fwmark: Option<u32>,
+    /// With `dport` or `src`: only this IP protocol (`tcp` or `udp`).
+    pub protocol: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,6 +103,8 @@ struct RawConfig {
 pub enum DemandSource {
     /// Tenants post them through the API.
     Declared,
+    /// Estimated each quantum from the HTB classes' counters (needs `enforce = htb`).
+    Measured,
 }
 
 /// How allocations are enforced.
@@ -108,6 +112,11 @@ pub enum DemandSource {
 pub enum Enforce {
     /// Not at all: the allocation is published (API, metrics) only.
     None,
+    /// An HTB tree on this network device (crate::htb).
+    Htb {
+        /// The device.
+        dev: String,
+    },
 }
 
 /// A tenant.
@@ -226,11 +235,7 @@ impl ServeConfig {
         }
         let demand = match raw.demand.source.as_str() {
             "declared" => DemandSource::Declared,
-            "measured" => {
-                return Err(err(
-                    "demand.source: `measured` needs enforce.kind = \"htb\", which this build does not have yet".into(),
-                ))
-            }
+            "measured" => DemandSource::Measured,
             other => return Err(err(format!("demand.source: `{other}` (use declared or measured)"))),
         };
         let enforce = match raw.enforce.kind.as_str() {
@@ -240,9 +245,22 @@ impl ServeConfig {
                 }
                 Enforce::None
             }
-            "htb" => return Err(err("enforce.kind: `htb` is not in this build yet (use none)".into())),
+            "htb" => match raw.enforce.dev {
+                Some(dev)
+                    if !dev.is_empty()
+                        && dev.len() < 16
+                        && dev.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
+                {
+                    Enforce::Htb { dev }
+                }
+                Some(dev) => return Err(err(format!("enforce.dev: `{dev}` is not a network device name"))),
+                None => return Err(err("enforce.dev: missing (the device whose egress is shaped)".into())),
+            },
             other => return Err(err(format!("enforce.kind: `{other}` (use none or htb)"))),
         };
+        if demand == DemandSource::Measured && enforce == Enforce::None {
+            return Err(err("demand.source: `measured` reads the HTB classes: it needs enforce.kind = \"htb\"".into()));
+        }
         if raw.tenants.is_empty() {
             return Err(err("tenants: at least one [[tenants]] is needed".into()));
         }
@@ -256,6 +274,28 @@ impl ServeConfig {
             }
             if t.weight == 0 || t.weight > 1_000_000 {
                 return Err(err(format!("tenants[{i}].weight: {} is outside 1 to 1000000", t.weight)));
+            }
+            if matches!(enforce, Enforce::Htb { .. }) {
+                let Some(m) = &t.selector else {
+                    return Err(err(format!("tenants[{i}].match: missing; enforce = htb needs one per tenant")));
+                };
+                let given =
+                    usize::from(m.dport.is_some()) + usize::from(m.src.is_some()) + usize::from(m.fwmark.is_some());
+                if given != 1 {
+                    return Err(err(format!("tenants[{i}].match: give exactly one of dport, src and fwmark")));
+                }
+                if let Some(p) = &m.protocol {
+                    if m.fwmark.is_some() || !["tcp", "udp"].contains(&p.as_str()) {
+                        return Err(err(format!(
+                            "tenants[{i}].match.protocol: `{p}` (use tcp or udp, with dport or src)"
+                        )));
+                    }
+                }
+                if let Some(src) = &m.src {
+                    if src.parse::<std::net::Ipv4Addr>().is_err() {
+                        return Err(err(format!("tenants[{i}].match.src: `{src}` is not an IPv4 address")));
+                    }
+                }
             }
             tenants.push(Tenant { name: t.name, weight: t.weight, selector: t.selector });
         }
@@ -381,6 +421,9 @@ weight = 1
             ),
             ("kind = \"none\"", "kind = \"tbf\"", "enforce.kind"),
             ("source = \"declared\"", "source = \"guessed\"", "demand.source"),
+            ("source = \"declared\"", "source = \"measured\"", "needs enforce.kind = \"htb\""),
+            ("kind = \"none\"", "kind = \"htb\"", "enforce.dev: missing"),
+            ("kind = \"none\"", "kind = \"htb\"\ndev = \"eth0\"", "tenants[0].match: missing"),
         ] {
             assert!(EXAMPLE.contains(from), "{from}");
             let e = ServeConfig::parse("x.toml", &EXAMPLE.replacen(from, to, 1)).expect_err(to);

@@ -31,12 +31,42 @@ pub enum Clock {
     Manual,
 }
 
+/// Where the API listens: a TCP address, or a Unix socket (`unix:PATH`), which a
+/// controller in another network namespace can reach by its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// A TCP address.
+    Tcp(SocketAddr),
+    /// A Unix socket's path.
+    Unix(PathBuf),
+}
+
+impl std::str::FromStr for Listen {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.strip_prefix("unix:") {
+            Some("") => Err("unix: needs a path, e.g. unix:/run/fairshare.sock".into()),
+            Some(path) => Ok(Listen::Unix(PathBuf::from(path))),
+            None => s.parse().map(Listen::Tcp).map_err(|_| format!("`{s}` is not ADDRESS:PORT or unix:PATH")),
+        }
+    }
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Tcp(a) => write!(f, "http://{a}"),
+            Listen::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
 /// `fairshare serve`'s options.
 pub struct ServeOptions {
     /// The configuration file.
     pub config: PathBuf,
     /// Where to listen.
-    pub listen: SocketAddr,
+    pub listen: Listen,
     /// The ledger folder.
     pub state: Option<PathBuf>,
     /// The backend.
@@ -194,7 +224,7 @@ async fn tick(state: AppState, period: Duration) {
 }
 
 /// Runs the service until SIGINT or SIGTERM. `ready` is called with the bound address.
-pub fn serve(options: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), ServiceError> {
+pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), ServiceError> {
     let config = ServeConfig::load(&options.config)?;
     let period = config.quantum;
     let pool = LivePool::start(config, options.backend, options.device, options.state.as_deref())?;
@@ -205,26 +235,39 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<()
         .build()
         .map_err(|e| ServiceError::Io(format!("starting the runtime: {e}")))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(options.listen)
-            .await
-            .map_err(|e| ServiceError::Io(format!("--listen {}: {e}", options.listen)))?;
-        let addr = listener.local_addr().map_err(|e| ServiceError::Io(e.to_string()))?;
         if options.clock == Clock::Wall {
             tokio::spawn(tick(state.clone(), period));
         }
-        ready(addr);
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(async {
-                let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(t) => t,
-                    Err(_) => return std::future::pending().await,
-                };
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            })
-            .await
-            .map_err(|e| ServiceError::Io(format!("serving: {e}")))
+        let app = router(state);
+        match &options.listen {
+            Listen::Tcp(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| ServiceError::Io(format!("--listen {addr}: {e}")))?;
+                let bound = listener.local_addr().map_err(|e| ServiceError::Io(e.to_string()))?;
+                ready(&Listen::Tcp(bound));
+                axum::serve(listener, app).with_graceful_shutdown(shutdown()).await
+            }
+            Listen::Unix(path) => {
+                let listener = tokio::net::UnixListener::bind(path)
+                    .map_err(|e| ServiceError::Io(format!("--listen unix:{}: {e}", path.display())))?;
+                ready(&options.listen);
+                let served = axum::serve(listener, app).with_graceful_shutdown(shutdown()).await;
+                let _ = std::fs::remove_file(path);
+                served
+            }
+        }
+        .map_err(|e| ServiceError::Io(format!("serving: {e}")))
     })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown() {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

@@ -15,6 +15,7 @@
 //! not in this build yet (docs/serve.md).
 
 pub mod config;
+pub mod htb;
 pub mod http;
 pub mod metrics;
 pub mod pool;

@@ -11,7 +11,8 @@ use fairshare_backends::{Backend, DeviceOptions};
 use fairshare_ledger::Ledger;
 use serde::{Deserialize, Serialize};
 
-use crate::config::ServeConfig;
+use crate::config::{DemandSource, Enforce, ServeConfig};
+use crate::htb::{Counters, Estimator, Htb};
 use crate::metrics::Metrics;
 use crate::ServiceError;
 
@@ -76,6 +77,9 @@ pub struct LivePool {
     /// The metrics it keeps up to date.
     pub metrics: Metrics,
     fallbacks_seen: bool,
+    /// The HTB tree it enforces with, and the classes' counters at the last quantum.
+    htb: Option<(Htb, Vec<Counters>)>,
+    estimator: Estimator,
 }
 
 fn pool_id(config: &ServeConfig) -> String {
@@ -125,9 +129,31 @@ impl LivePool {
         };
         let pool = backend.pool_from(allocator, options)?;
         let metrics = Metrics::new(pool.label());
-        let mut live =
-            LivePool { config, backend, options, pool, demand, weights, alloc, ledger, metrics, fallbacks_seen: false };
+        let htb = match &config.enforce {
+            Enforce::None => None,
+            Enforce::Htb { dev } => {
+                let htb =
+                    Htb::install(dev, config.slices.saturating_mul(config.slice_bps), &config.tenants, config.quantum)?;
+                let counters = htb.counters()?;
+                Some((htb, counters))
+            }
+        };
+        let mut live = LivePool {
+            config,
+            backend,
+            options,
+            pool,
+            demand,
+            weights,
+            alloc,
+            ledger,
+            metrics,
+            fallbacks_seen: false,
+            htb,
+            estimator: Estimator::default(),
+        };
         live.publish();
+        live.enforce()?;
         Ok(live)
     }
 
@@ -160,6 +186,7 @@ impl LivePool {
     /// Runs one quantum: allocate, commit to the ledger, then publish.
     pub fn run_quantum(&mut self) -> Result<Snapshot, ServiceError> {
         let start = Instant::now();
+        self.measure()?;
         let alloc = self.pool.allocate(&self.demand)?.to_vec();
         self.alloc = alloc;
         self.commit()?;
@@ -169,7 +196,31 @@ impl LivePool {
             self.metrics.fallback();
         }
         self.publish();
+        self.enforce()?;
         Ok(self.snapshot())
+    }
+
+    /// With measured demand, each tenant's demand from its class's counters.
+    fn measure(&mut self) -> Result<(), ServiceError> {
+        if self.config.demand != DemandSource::Measured {
+            return Ok(());
+        }
+        let Some((htb, last)) = self.htb.as_mut() else { return Ok(()) };
+        let now = htb.counters()?;
+        let secs = self.config.quantum.as_secs_f64();
+        for (u, (before, after)) in last.iter().zip(&now).enumerate() {
+            self.demand[u] =
+                self.estimator.demand(*before, *after, self.alloc[u], secs, self.config.slice_bps, self.config.slices);
+        }
+        *last = now;
+        Ok(())
+    }
+
+    /// With HTB, the allocation as class rates, in one batch.
+    fn enforce(&self) -> Result<(), ServiceError> {
+        let Some((htb, _)) = &self.htb else { return Ok(()) };
+        let rates: Vec<u64> = self.alloc.iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
+        htb.apply(&rates)
     }
 
     fn commit(&mut self) -> Result<(), ServiceError> {
@@ -213,6 +264,7 @@ impl LivePool {
     /// A tenant joins between quanta (paper section 3.4: it starts with the mean of the
     /// others' credits); the pool keeps its slices, the fair shares follow the weights.
     pub fn join(&mut self, name: &str, weight: u64) -> Result<Snapshot, ServiceError> {
+        self.no_htb("join")?;
         if name.is_empty() {
             return Err(ServiceError::BadRequest("name: is empty".into()));
         }
@@ -231,6 +283,7 @@ impl LivePool {
 
     /// A tenant leaves between quanta; its credits are dropped.
     pub fn leave(&mut self, name: &str) -> Result<Snapshot, ServiceError> {
+        self.no_htb("leave")?;
         let u = self.index(name)?;
         let mut allocator = self.pool.pool().clone();
         allocator.leave(name, PoolChange::KeepPool)?;
@@ -240,6 +293,16 @@ impl LivePool {
         self.replace(allocator, weights, |v| {
             v.remove(u);
         })
+    }
+
+    /// Tenants joining or leaving would change the HTB tree: not in this build.
+    fn no_htb(&self, what: &str) -> Result<(), ServiceError> {
+        match self.htb {
+            Some(_) => Err(ServiceError::Conflict(format!(
+                "tenants cannot {what} while enforce = htb (the tree is made at start); restart with the new tenants"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Installs a changed pool: the device (if any) is put back from its credits.
