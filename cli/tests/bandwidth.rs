@@ -217,6 +217,8 @@ fn run(policy: &str) -> Option<Vec<[(f64, f64, f64); 3]>> {
     let start = Instant::now();
     let offset = start.duration_since(clients_start).as_secs_f64();
     let mut alloc = vec![[0.0f64; 3]; PATTERN.len()];
+    // Each quantum's rates (Mbit/s) by the time since the clients started, for the plot.
+    let mut timeline: Vec<(f64, [f64; 3])> = Vec::new();
     for (w, demand) in PATTERN.iter().enumerate() {
         for (n, d) in NAMES.iter().zip(demand) {
             let (status, body) =
@@ -231,6 +233,8 @@ fn run(policy: &str) -> Option<Vec<[(f64, f64, f64); 3]>> {
             let (status, body) = http(&sock, "POST", "/v1/quantum", "");
             assert_eq!(status, 200, "{body}");
             let v: Value = serde_json::from_str(&body).unwrap();
+            let now = clients_start.elapsed().as_secs_f64();
+            timeline.push((now, std::array::from_fn(|u| v["tenants"][u]["rate_bps"].as_f64().unwrap() / 1e6)));
             // The allocation of the window's last 8 quanta (the first 2 are skipped on the
             // wire too, while the rates settle).
             if q >= 2 {
@@ -242,6 +246,9 @@ fn run(policy: &str) -> Option<Vec<[(f64, f64, f64); 3]>> {
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     let measured: Vec<Vec<(f64, f64, f64)>> = clients.into_iter().map(|c| received(c, deadline)).collect();
+    if let Some(dir) = std::env::var_os("FAIRSHARE_BANDWIDTH_PLOT") {
+        plot(Path::new(&dir), policy, &timeline, &measured);
+    }
     Some(
         (0..PATTERN.len())
             .map(|w| {
@@ -250,6 +257,32 @@ fn run(policy: &str) -> Option<Vec<[(f64, f64, f64); 3]>> {
             })
             .collect(),
     )
+}
+
+/// Draws the allocation (lines, stepped per quantum) and the throughput on the wire
+/// (points, per half second) of each tenant: `DIR/bandwidth_POLICY.svg` and `.png`.
+fn plot(dir: &Path, policy: &str, timeline: &[(f64, [f64; 3])], measured: &[Vec<(f64, f64, f64)>]) {
+    use fairshare_report::chart::{Series, TimeChart};
+    let colors = [(31, 119, 180), (214, 39, 40), (44, 160, 44)];
+    let mut series = Vec::new();
+    for u in 0..3 {
+        let mut steps = Vec::new();
+        for (i, (t, rates)) in timeline.iter().enumerate() {
+            let next = timeline.get(i + 1).map_or(t + 0.2, |n| n.0);
+            steps.push((*t, rates[u]));
+            steps.push((next, rates[u]));
+        }
+        series.push(Series { name: format!("{} allocation", NAMES[u]), points: steps, rgb: colors[u] });
+        let wire = measured[u].iter().map(|(s, e, mbps)| ((s + e) / 2.0, *mbps)).collect();
+        series.push(Series { name: format!("{} on the wire (points)", NAMES[u]), points: wire, rgb: colors[u] });
+    }
+    let chart = TimeChart {
+        title: format!("{policy}: allocation vs throughput on a 100 Mbit/s link (HTB, 200 ms quanta)"),
+        x: ("seconds".into(), 0.0..19.0),
+        y: ("Mbit/s".into(), 0.0..105.0),
+        series,
+    };
+    chart.write(dir, &format!("bandwidth_{policy}")).unwrap();
 }
 
 /// Worst / best over the tenants of (what they got on the wire) / (what they demanded).
@@ -314,4 +347,57 @@ fn measured_demand_follows_what_tenants_send() {
         let sent = rates[u] as f64;
         assert!((got - sent).abs() <= 0.1 * sent + 1.0, "tenant {}: sends {sent}, gets {got:.1} Mbit/s", NAMES[u]);
     }
+}
+
+/// The tree belongs to the service: another root qdisc is refused (exit 2, named), a
+/// tree left by a dead service is replaced, and the tree goes when the service stops.
+#[test]
+fn the_htb_tree_is_owned_replaced_when_stale_and_removed_on_exit() {
+    let mut lab = match lab("owner") {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("bandwidth: skipped: cannot make network namespaces here ({why})");
+            return;
+        }
+    };
+    let qdisc = |lab: &Lab| {
+        let out =
+            Command::new("ip").args(["netns", "exec", &lab.a, "tc", "qdisc", "show", "dev", "va"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tc = |lab: &Lab, args: &[&str]| {
+        assert!(Command::new("ip").args(["netns", "exec", &lab.a, "tc"]).args(args).status().unwrap().success());
+    };
+    let cfg = config(&lab, "karma", "declared");
+    // Someone else's qdisc: refused, and left alone.
+    tc(&lab, &["qdisc", "add", "dev", "va", "root", "handle", "1:", "pfifo"]);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &lab.a, env!("CARGO_BIN_EXE_fairshare"), "serve", "--clock", "manual"])
+        .args(["--config", cfg.to_str().unwrap(), "--listen", "unix:/nonexistent/never-bound.sock"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("enforce.dev: va has a root qdisc of its own") && err.contains("pfifo"), "{err}");
+    assert!(qdisc(&lab).contains("qdisc pfifo 1: root"), "{}", qdisc(&lab));
+    tc(&lab, &["qdisc", "del", "dev", "va", "root"]);
+    // A tree of a service killed with kill -9: replaced by the next one.
+    let sock = serve(&mut lab, &cfg);
+    assert!(qdisc(&lab).contains("qdisc htb fa17: root"), "{}", qdisc(&lab));
+    let mut first = lab.children.pop().unwrap();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(qdisc(&lab).contains("qdisc htb fa17: root"), "kill -9 leaves the tree");
+    let _ = std::fs::remove_file(&sock);
+    let sock = serve(&mut lab, &cfg);
+    assert_eq!(http(&sock, "POST", "/v1/quantum", "").0, 200);
+    // SIGTERM: the tree goes with the service.
+    let mut second = lab.children.pop().unwrap();
+    assert!(Command::new("kill").arg(second.id().to_string()).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while second.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the service did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!qdisc(&lab).contains("fa17"), "the tree is removed on exit: {}", qdisc(&lab));
 }
