@@ -250,3 +250,61 @@ fn kill_9_at_20_points_resumes_exactly() {
     assert!(kills >= 10, "{kills} kills");
     assert_eq!(got, reference);
 }
+
+/// `fairshare device-sim` on `shm` with `faults`; killed when dropped.
+fn device_sim(shm: &Path, faults: &str) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fairshare"))
+        .args(["device-sim", "--shm", shm.to_str().unwrap(), "--fault", faults, "--late-ms", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    Server { child, addr: String::new() }
+}
+
+/// On the emulated device, a crash in the third quantum: the pool goes on in software
+/// with exactly the credits an all-software run has, and the switch shows in /v1/status
+/// and in the fallback metric.
+#[test]
+fn a_device_fault_mid_run_falls_back_without_losing_a_credit() {
+    let dir = tempfile::tempdir().unwrap();
+    let shm = dir.path().join("dev.shm");
+    let _sim = device_sim(&shm, "crash@3");
+    let backend = format!("emulator:{}", shm.display());
+    let on_device = serve(&example(), &["--clock", "manual", "--backend", &backend, "--timeout-ms", "300"]);
+    let software = serve(&example(), &["--clock", "manual"]);
+    for s in [&on_device, &software] {
+        assert_eq!(http(s, "GET", "/v1/status", "").0, 200);
+    }
+    assert_eq!(json(&on_device, "GET", "/v1/status", "")["on_device"], true);
+    assert_eq!(run_figure2(&on_device), run_figure2(&software), "every allocation and credit");
+    let status = json(&on_device, "GET", "/v1/status", "");
+    assert_eq!(status["on_device"], false, "{status}");
+    assert_eq!(status["fallback"]["after_quanta"], 2, "{status}");
+    assert_eq!(status["fallback"]["kind"], "gone", "{status}");
+    let (_, metrics) = http(&on_device, "GET", "/metrics", "");
+    assert!(metrics.contains("fairshare_backend_fallbacks_total 1"), "{metrics}");
+}
+
+/// Under the wall clock, a quantum that overruns (a device that answers late) does not
+/// overlap the next: the ticks it covered are counted as missed.
+#[test]
+fn an_overrunning_quantum_counts_missed_ticks() {
+    let dir = tempfile::tempdir().unwrap();
+    let shm = dir.path().join("late.shm");
+    let _sim = device_sim(&shm, "late@2");
+    let config = dir.path().join("fast.toml");
+    std::fs::write(&config, std::fs::read_to_string(example()).unwrap().replace("\"100ms\"", "\"50ms\"")).unwrap();
+    let backend = format!("emulator:{}", shm.display());
+    let s = serve(&config, &["--backend", &backend, "--timeout-ms", "2000"]);
+    // Quantum 2 waits ~600 ms for its completion: about 11 ticks of 50 ms are missed.
+    std::thread::sleep(Duration::from_millis(1200));
+    let status = json(&s, "GET", "/v1/status", "");
+    let missed = status["missed_ticks"].as_u64().unwrap();
+    assert!((5..=20).contains(&missed), "{status}");
+    let (_, metrics) = http(&s, "GET", "/metrics", "");
+    assert!(metrics.contains(&format!("fairshare_missed_ticks_total {missed}")), "{metrics}");
+}
