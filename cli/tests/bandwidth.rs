@@ -80,6 +80,13 @@ fn lab(tag: &str) -> Result<Lab, String> {
     Ok(lab)
 }
 
+/// One measurement at a time: on a 2-core machine, two would disturb each other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 const PORTS: [u16; 3] = [5201, 5202, 5203];
 const NAMES: [&str; 3] = ["A", "B", "C"];
 
@@ -299,6 +306,7 @@ fn wire_fairness(windows: &[[(f64, f64, f64); 3]]) -> f64 {
 
 #[test]
 fn htb_enforces_each_quantum_and_karma_is_fairer_on_the_wire() {
+    let _one = one_at_a_time();
     let Some(karma) = run("karma") else { return };
     let maxmin = run("maxmin").unwrap();
     for (policy, windows) in [("karma", &karma), ("maxmin", &maxmin)] {
@@ -321,6 +329,7 @@ fn htb_enforces_each_quantum_and_karma_is_fairer_on_the_wire() {
 
 #[test]
 fn measured_demand_follows_what_tenants_send() {
+    let _one = one_at_a_time();
     let mut lab = match lab("measured") {
         Ok(l) => l,
         Err(why) => {
@@ -353,6 +362,7 @@ fn measured_demand_follows_what_tenants_send() {
 /// tree left by a dead service is replaced, and the tree goes when the service stops.
 #[test]
 fn the_htb_tree_is_owned_replaced_when_stale_and_removed_on_exit() {
+    let _one = one_at_a_time();
     let mut lab = match lab("owner") {
         Ok(l) => l,
         Err(why) => {

@@ -308,3 +308,23 @@ fn an_overrunning_quantum_counts_missed_ticks() {
     let (_, metrics) = http(&s, "GET", "/metrics", "");
     assert!(metrics.contains(&format!("fairshare_missed_ticks_total {missed}")), "{metrics}");
 }
+
+/// A bad configuration: exit status 2, the file and the field named, nothing served.
+#[test]
+fn a_bad_configuration_exits_2_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.toml");
+    std::fs::write(
+        &config,
+        std::fs::read_to_string(example()).unwrap().replace("capacity = 6 ", "capacity = \"6mbps\" "),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fairshare"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml: pool.capacity") && err.contains("`6mbps`"), "{err}");
+    assert!(out.stdout.is_empty());
+}
