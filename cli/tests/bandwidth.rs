@@ -269,7 +269,7 @@ fn run(policy: &str) -> Option<Vec<[(f64, f64, f64); 3]>> {
 /// Draws the allocation (lines, stepped per quantum) and the throughput on the wire
 /// (points, per half second) of each tenant: `DIR/bandwidth_POLICY.svg` and `.png`.
 fn plot(dir: &Path, policy: &str, timeline: &[(f64, [f64; 3])], measured: &[Vec<(f64, f64, f64)>]) {
-    use fairshare_report::chart::{Series, TimeChart};
+    use fairshare_report::chart::{Chart, Series, TimeChart};
     let colors = [(31, 119, 180), (214, 39, 40), (44, 160, 44)];
     let mut series = Vec::new();
     for u in 0..3 {

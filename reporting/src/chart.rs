@@ -36,9 +36,13 @@ pub struct LogLogChart {
 /// Pixel size of the chart.
 const SIZE: (u32, u32) = (960, 600);
 
-impl LogLogChart {
+/// A chart drawn once per plotters backend: SVG (text kept as text) and PNG.
+pub trait Chart {
+    /// Draws the chart on `root`; plotters' message on failure.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+
     /// Draws the chart as `dir/STEM.svg` and `dir/STEM.png`; returns both paths.
-    pub fn write(&self, dir: &Path, stem: &str) -> Result<[PathBuf; 2], ReportError> {
+    fn write(&self, dir: &Path, stem: &str) -> Result<[PathBuf; 2], ReportError> {
         crate::font::register()?;
         let svg = dir.join(format!("{stem}.svg"));
         let png = dir.join(format!("{stem}.png"));
@@ -48,7 +52,9 @@ impl LogLogChart {
             .map_err(|message| ReportError::Plot { path: png.clone(), message })?;
         Ok([svg, png])
     }
+}
 
+impl Chart for LogLogChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
         root.fill(&WHITE).map_err(err)?;
@@ -102,19 +108,7 @@ pub struct TimeChart {
     pub series: Vec<Series>,
 }
 
-impl TimeChart {
-    /// Draws the chart as `dir/STEM.svg` and `dir/STEM.png`; returns both paths.
-    pub fn write(&self, dir: &Path, stem: &str) -> Result<[PathBuf; 2], ReportError> {
-        crate::font::register()?;
-        let svg = dir.join(format!("{stem}.svg"));
-        let png = dir.join(format!("{stem}.png"));
-        self.draw(&SVGBackend::new(&svg, SIZE).into_drawing_area())
-            .map_err(|message| ReportError::Plot { path: svg.clone(), message })?;
-        self.draw(&BitMapBackend::new(&png, SIZE).into_drawing_area())
-            .map_err(|message| ReportError::Plot { path: png.clone(), message })?;
-        Ok([svg, png])
-    }
-
+impl Chart for TimeChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
         root.fill(&WHITE).map_err(err)?;

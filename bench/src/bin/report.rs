@@ -19,7 +19,7 @@ use fairshare_abi::Mode;
 use fairshare_backends::Backend;
 use fairshare_bench::{device_instance, karma_instance};
 use fairshare_emulator::{InProcess, Model};
-use fairshare_report::chart::{LogLogChart, Series};
+use fairshare_report::chart::{Chart, LogLogChart, Series};
 
 /// The clock nextpnr reported after routing the 1-lane, 64-user engine on an iCE40 HX8K
 /// (`hdl/SYNTHESIS.md`).
