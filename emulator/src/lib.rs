@@ -345,7 +345,7 @@ impl Emulator {
             let mut demand = vec![0u32; n];
             match self.dma.read_words(demand_at, &mut demand) {
                 Err(e) => {
-                    eprintln!("device-sim: quantum {seq}: demand buffer: {e}; no completion");
+                    eprintln!("device-sim: sequence number {seq}: demand buffer: {e}; no completion");
                     return Ok(());
                 }
                 Ok(()) => self.compute(mode, fair, guaranteed, &demand),
@@ -359,7 +359,7 @@ impl Emulator {
                 let words: Vec<u32> = r.alloc.iter().zip(&r.credits).flat_map(|(&a, &c)| [a, c]).collect();
                 let written = if self.fault(FaultKind::Crash) { &words[..words.len() / 2] } else { &words[..] };
                 if let Err(e) = self.dma.write_words(result_at, written) {
-                    eprintln!("device-sim: quantum {seq}: result buffer: {e}; no completion");
+                    eprintln!("device-sim: sequence number {seq}: result buffer: {e}; no completion");
                     return Ok(());
                 }
                 if self.fault(FaultKind::Crash) {
@@ -385,7 +385,7 @@ impl Emulator {
             .and_then(|_| self.dma.write32(completion_at, words[0]))
             .is_err()
         {
-            eprintln!("device-sim: quantum {seq}: the completion address is outside the DMA region");
+            eprintln!("device-sim: sequence number {seq}: the completion address is outside the DMA region");
         }
         self.set(abi::CYCLES, cycles);
         self.set(abi::QUANTA, self.quanta_ok);
