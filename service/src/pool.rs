@@ -132,6 +132,17 @@ impl LivePool {
         let htb = match &config.enforce {
             Enforce::None => None,
             Enforce::Htb { dev } => {
+                // The tree is built from the file's tenants: the ledger must have the same.
+                let names: Vec<&str> = pool.pool().users().iter().map(|u| u.name.as_str()).collect();
+                let file: Vec<&str> = config.tenants.iter().map(|t| t.name.as_str()).collect();
+                if names != file {
+                    return Err(ServiceError::Config(format!(
+                        "the ledger's tenants ({}) differ from the configuration's ({}); with enforce = htb they must \
+                         be the same",
+                        names.join(", "),
+                        file.join(", ")
+                    )));
+                }
                 let htb =
                     Htb::install(dev, config.slices.saturating_mul(config.slice_bps), &config.tenants, config.quantum)?;
                 let counters = htb.counters()?;
