@@ -19,7 +19,28 @@
 //!
 //! Allocations are divisible (real task counts) unless a function says otherwise. All
 //! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and
-//! exponential-cone programs go to Clarabel through [`solver`].
+//! exponential-cone programs go to Clarabel through [`solver`], which rescales each
+//! program first (every variable in units of a bound on it) so that raw units from 1e-6
+//! to 1e9 do not decide the answer.
+//!
+//! # Ranges of the numbers
+//!
+//! An instance is refused, with an error naming the user or server, the field and the
+//! value, unless (the reasons are in the [`instance`] module's doc):
+//!
+//! - every capacity and demand is 0 or in [1e-6, 1e9]; per resource, the positive
+//!   capacities are within a factor 1e6 of each other, so are the positive demands, no
+//!   server holds more than 1e9 (= 1 / [`EPS`]) tasks of the smallest demand, and no
+//!   task needs more than 1e3 times the smallest capacity;
+//! - every weight is in [1e-6, 1e6] and every entitlement 0 or in [1e-6, 1e6], each
+//!   within a factor 1e4 of the others; the users' weighted sizes (weight times the tasks
+//!   the user could run on all servers pooled) are within a factor 1e9 of each other;
+//! - every task limit is 0 or in [1e-6, 1e15];
+//! - no number is negative, NaN or infinite.
+//!
+//! Within these ranges no policy answers a user that has a positive demand, weight and
+//! task limit with 0 tasks (whole-task placement aside), which
+//! `multi/tests/item6_ranges.rs` checks on random instances at the bounds.
 //!
 //! This crate owns the multi-resource policies and their instances only. It depends on
 //! no other fairshare crate (the single-resource core `fairshare` does not use it, and
