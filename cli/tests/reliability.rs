@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 fn fairshare(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().unwrap()
 }
@@ -281,6 +283,17 @@ fn item6_trace_numbers_out_of_range_are_named() {
         assert_eq!(out.status.code(), Some(2), "{content}");
         assert!(text(&out.stderr).contains(expect), "{content}: {}", text(&out.stderr));
     }
+    // A multi-resource weight of 1e307 gave a user 0 tasks with exit 0; it is refused by name.
+    let cluster: Value = serde_json::from_str(
+        &fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cluster.json")).unwrap(),
+    )
+    .unwrap();
+    let mut heavy = cluster.clone();
+    heavy["users"][0]["weight"] = serde_json::json!(1e307);
+    let path = write(d, "heavy.json", &heavy.to_string());
+    let out = fairshare(&["multi", "--policy", "drf", "--instance", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("user \"web\": weight 1e307 is outside"), "{}", text(&out.stderr));
     // A credit overflow names the user and the trace's quantum.
     let input = write(d, "rich.csv", "quantum,user,demand\n7,alice,0\n7,bob,0\n");
     let out =
