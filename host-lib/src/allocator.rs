@@ -223,25 +223,34 @@ impl Allocator {
     }
 }
 
-/// Rescales the fair shares to sum to `pool` by largest remainder (ties: lowest index)
-/// and the guaranteed shares to `floor(g f' / f)`.
+/// Divides `total` slices in proportion to `weights` by largest remainder: each gets the
+/// floor of its exact quota `w total / sum w`, and the slices left go one each to the
+/// largest remainders, ties to the lowest index. All zeros when the weights sum to 0.
+pub fn largest_remainder(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u128 = weights.iter().map(|&w| w as u128).sum();
+    if sum == 0 {
+        return vec![0; weights.len()];
+    }
+    let quota = |w: u64| w as u128 * total as u128;
+    let mut shares: Vec<u64> = weights.iter().map(|&w| (quota(w) / sum) as u64).collect();
+    let left = total - shares.iter().sum::<u64>();
+    let mut by_remainder: Vec<usize> = (0..weights.len()).collect();
+    by_remainder.sort_by_key(|&i| (std::cmp::Reverse(quota(weights[i]) % sum), i));
+    // Fewer slices are left than there are weights (each floor lost less than one).
+    for &i in by_remainder.iter().take(left as usize) {
+        shares[i] += 1;
+    }
+    shares
+}
+
+/// Rescales the fair shares to sum to `pool` by [`largest_remainder`] and the guaranteed
+/// shares to `floor(g f' / f)`.
 fn apportion(users: &mut [UserConfig], pool: u64) {
-    let total: u128 = users.iter().map(|u| u.fair_share as u128).sum();
-    if total == 0 {
+    let weights: Vec<u64> = users.iter().map(|u| u.fair_share).collect();
+    if weights.iter().all(|&w| w == 0) {
         return;
     }
-    let quota = |u: &UserConfig| u.fair_share as u128 * pool as u128;
-    let mut shares: Vec<u64> = users.iter().map(|u| (quota(u) / total) as u64).collect();
-    let mut left = pool - shares.iter().sum::<u64>();
-    let mut by_remainder: Vec<usize> = (0..users.len()).collect();
-    by_remainder.sort_by_key(|&i| (std::cmp::Reverse(quota(&users[i]) % total), i));
-    for i in by_remainder {
-        if left == 0 {
-            break;
-        }
-        shares[i] += 1;
-        left -= 1;
-    }
+    let shares = largest_remainder(pool, &weights);
     for (u, f) in users.iter_mut().zip(shares) {
         u.guaranteed = (u.guaranteed as u128 * f as u128 / u.fair_share as u128) as u64;
         u.fair_share = f;

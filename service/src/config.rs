@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use fairshare::allocator::largest_remainder;
 use fairshare::{Alpha, Credits, Policy, PoolConfig, UserConfig};
 use serde::Deserialize;
 
@@ -318,7 +319,7 @@ impl ServeConfig {
     /// largest remainder (each tenant the floor of its quota, the slices left one each to
     /// the largest remainders, ties to the lower index).
     pub fn fair_shares(&self) -> Vec<u64> {
-        fair_shares(self.slices, &self.tenants.iter().map(|t| t.weight).collect::<Vec<_>>())
+        largest_remainder(self.slices, &self.tenants.iter().map(|t| t.weight).collect::<Vec<_>>())
     }
 
     /// The pool the allocator runs.
@@ -334,23 +335,6 @@ impl ServeConfig {
         config.validate()?;
         Ok(config)
     }
-}
-
-/// `slices` divided in proportion to `weights` by largest remainder.
-pub fn fair_shares(slices: u64, weights: &[u64]) -> Vec<u64> {
-    let total: u128 = weights.iter().map(|&w| w as u128).sum();
-    let mut shares: Vec<u64> = weights.iter().map(|&w| (slices as u128 * w as u128 / total) as u64).collect();
-    let mut left = slices - shares.iter().sum::<u64>();
-    let mut order: Vec<usize> = (0..weights.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(slices as u128 * weights[i] as u128 % total));
-    for &i in order.iter().cycle().take(weights.len() * 2) {
-        if left == 0 {
-            break;
-        }
-        shares[i] += 1;
-        left -= 1;
-    }
-    shares
 }
 
 #[cfg(test)]
@@ -396,11 +380,11 @@ weight = 1
 
     #[test]
     fn weights_divide_by_largest_remainder() {
-        assert_eq!(fair_shares(10, &[1, 1, 1]), [4, 3, 3]);
-        assert_eq!(fair_shares(10, &[2, 1, 1]), [5, 3, 2]);
-        assert_eq!(fair_shares(7, &[1, 2]), [2, 5]);
+        assert_eq!(largest_remainder(10, &[1, 1, 1]), [4, 3, 3]);
+        assert_eq!(largest_remainder(10, &[2, 1, 1]), [5, 3, 2]);
+        assert_eq!(largest_remainder(7, &[1, 2]), [2, 5]);
         for (s, w) in [(100u64, vec![3u64, 5, 7, 11]), (5, vec![1, 1, 1, 1, 1, 1])] {
-            assert_eq!(fair_shares(s, &w).iter().sum::<u64>(), s);
+            assert_eq!(largest_remainder(s, &w).iter().sum::<u64>(), s);
         }
     }
 

@@ -285,7 +285,7 @@ impl LivePool {
         let mut allocator = self.pool.pool().clone();
         let mut weights = self.weights.clone();
         weights.push(weight);
-        let shares = crate::config::fair_shares(self.config.slices, &weights);
+        let shares = fairshare::allocator::largest_remainder(self.config.slices, &weights);
         let share = shares.last().copied().unwrap_or(0).max(1);
         let user = UserConfig::with_alpha(name, share, self.config.alpha, fairshare::Credits::ZERO);
         allocator.join(user, PoolChange::KeepPool)?;
