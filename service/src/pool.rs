@@ -76,7 +76,6 @@ pub struct LivePool {
     ledger: Option<Ledger>,
     /// The metrics it keeps up to date.
     pub metrics: Metrics,
-    fallbacks_seen: bool,
     /// The HTB tree it enforces with, and the classes' counters at the last quantum.
     htb: Option<(Htb, Vec<Counters>)>,
     estimator: Estimator,
@@ -129,6 +128,10 @@ impl LivePool {
         };
         let pool = backend.pool_from(allocator, options)?;
         let metrics = Metrics::new(pool.label());
+        // A device refused at start (it does not fit, or its credits did not read back).
+        if pool.fallback().is_some() {
+            metrics.fallback();
+        }
         let htb = match &config.enforce {
             Enforce::None => None,
             Enforce::Htb { dev } => {
@@ -159,7 +162,6 @@ impl LivePool {
             alloc,
             ledger,
             metrics,
-            fallbacks_seen: false,
             htb,
             estimator: Estimator::default(),
         };
@@ -198,12 +200,13 @@ impl LivePool {
     pub fn run_quantum(&mut self) -> Result<Snapshot, ServiceError> {
         let start = Instant::now();
         self.measure()?;
+        let on_device = self.pool.on_device();
         let alloc = self.pool.allocate(&self.demand)?.to_vec();
         self.alloc = alloc;
         self.commit()?;
         self.metrics.quantum_done(start.elapsed());
-        if self.pool.fallback().is_some() && !self.fallbacks_seen {
-            self.fallbacks_seen = true;
+        // Counted when it happens: a pool rebuilt by a join or leave may fall back again.
+        if on_device && !self.pool.on_device() {
             self.metrics.fallback();
         }
         self.publish();
@@ -326,6 +329,9 @@ impl LivePool {
         // The old device handle is released first: a device serves one host at a time.
         self.pool = Offload::software(allocator.clone());
         self.pool = self.backend.pool_from(allocator, self.options)?;
+        if self.pool.fallback().is_some() {
+            self.metrics.fallback();
+        }
         self.weights = weights;
         edit(&mut self.demand);
         edit(&mut self.alloc);
