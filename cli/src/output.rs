@@ -192,6 +192,16 @@ impl Output {
     }
 }
 
+/// Writes go to [`Output::writer`], so that a CSV writer can own the output.
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writer().write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer().flush()
+    }
+}
+
 impl Drop for Output {
     /// An output dropped without [`Output::commit`] leaves the target as it was.
     fn drop(&mut self) {

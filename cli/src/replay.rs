@@ -12,7 +12,7 @@ use fairshare_ledger::Ledger;
 use fairshare_sim::Recorder;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// What `replay` needs.
@@ -82,9 +82,11 @@ fn run_id(req: &ReplayRequest, config: &PoolConfig) -> Result<String, CliError> 
 
 /// Where the rows go while the run is on: straight to the output, or (with a ledger) to
 /// the ledger folder's `rows.csv`, copied to the output once every quantum is done.
+/// One CSV writer for the whole run (it quotes names with commas or quotes, and
+/// buffers).
 enum Rows {
-    Direct(Output),
-    Ledgered { ledger: Ledger, file: BufWriter<File>, path: PathBuf, len: u64, run: String },
+    Direct(csv::Writer<Output>),
+    Ledgered { ledger: Ledger, csv: csv::Writer<File>, path: PathBuf, len: u64, run: String },
 }
 
 /// Runs a replay. Every input is checked before anything runs; a regular output file
@@ -104,7 +106,7 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     let mut recorder = Recorder::new(n, config.capacity());
     let mut done = 0;
     let mut rows = match req.state {
-        None => Rows::Direct(out.take().unwrap_or_else(Output::discard)),
+        None => Rows::Direct(csv::Writer::from_writer(out.take().unwrap_or_else(Output::discard))),
         Some(dir) => {
             let run = run_id(req, &config)?;
             let (ledger, latest) = Ledger::open(dir)?;
@@ -144,7 +146,7 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             file.set_len(len)
                 .and_then(|_| file.seek(SeekFrom::Start(len)))
                 .map_err(|e| CliError::Io(format!("cutting {} back to its committed rows: {e}", path.display())))?;
-            Rows::Ledgered { ledger, file: BufWriter::new(file), path, len, run }
+            Rows::Ledgered { ledger, csv: csv::Writer::from_writer(file), path, len, run }
         }
     };
     let credits_column = req.policy == Policy::Karma;
@@ -182,11 +184,11 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             }
             write_record(&mut rows, &row)?;
         }
-        if let Rows::Ledgered { ledger, file, path, len, run } = &mut rows {
+        if let Rows::Ledgered { ledger, csv, path, len, run } = &mut rows {
             let io = |e: io::Error| CliError::Io(format!("writing {}: {e}", path.display()));
-            file.flush().map_err(io)?;
-            file.get_ref().sync_data().map_err(io)?;
-            *len = file.get_ref().stream_position().map_err(io)?;
+            csv.flush().map_err(io)?;
+            csv.get_ref().sync_data().map_err(io)?;
+            *len = (&mut csv.get_ref()).stream_position().map_err(io)?;
             let cp = Checkpoint {
                 run: run.clone(),
                 quanta: q,
@@ -201,7 +203,12 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     bar.finish_and_clear();
     crate::backend::report(&pool);
     match rows {
-        Rows::Direct(out) => out.commit()?,
+        Rows::Direct(mut csv) => {
+            csv.flush().map_err(|e| csv.get_ref().error(e))?;
+            // Flushed: nothing is left to fail here.
+            let out = csv.into_inner().map_err(|e| CliError::Io(e.error().to_string()))?;
+            out.commit()?
+        }
         Rows::Ledgered { path, .. } => {
             if let Some(mut out) = out {
                 let mut file = File::open(&path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
@@ -217,20 +224,21 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Writes one CSV record, quoted by the csv crate where a field needs it (a user name
-/// with a comma or a quote).
+/// Writes one CSV record.
 fn write_record(rows: &mut Rows, fields: &[&str]) -> Result<(), CliError> {
-    let mut enc = csv::WriterBuilder::new().buffer_capacity(256).from_writer(Vec::with_capacity(128));
-    let line =
-        enc.write_record(fields).map_err(|e| e.to_string()).and_then(|_| enc.into_inner().map_err(|e| e.to_string()));
-    let line = line.map_err(|e| CliError::Io(format!("encoding a row: {e}")))?;
     let result = match rows {
-        Rows::Direct(out) => out.writer().write_all(&line),
-        Rows::Ledgered { file, .. } => file.write_all(&line),
+        Rows::Direct(csv) => csv.write_record(fields),
+        Rows::Ledgered { csv, .. } => csv.write_record(fields),
     };
-    result.map_err(|e| match rows {
-        Rows::Direct(out) => out.error(e),
-        Rows::Ledgered { path, .. } => CliError::Io(format!("writing {}: {e}", path.display())),
+    result.map_err(|e| {
+        let e = match e.into_kind() {
+            csv::ErrorKind::Io(e) => e,
+            other => io::Error::other(format!("{other:?}")),
+        };
+        match rows {
+            Rows::Direct(csv) => csv.get_ref().error(e),
+            Rows::Ledgered { path, .. } => CliError::Io(format!("writing {}: {e}", path.display())),
+        }
     })
 }
 
