@@ -269,7 +269,7 @@ fn run(policy: &str) -> Option<Vec<[(f64, f64, f64); 3]>> {
 /// Draws the allocation (lines, stepped per quantum) and the throughput on the wire
 /// (points, per half second) of each tenant: `DIR/bandwidth_POLICY.svg` and `.png`.
 fn plot(dir: &Path, policy: &str, timeline: &[(f64, [f64; 3])], measured: &[Vec<(f64, f64, f64)>]) {
-    use fairshare_report::chart::{Chart, Series, TimeChart};
+    use fairshare_report::chart::{Chart, Marks, Series, TimeChart};
     let colors = [(31, 119, 180), (214, 39, 40), (44, 160, 44)];
     let mut series = Vec::new();
     for u in 0..3 {
@@ -279,9 +279,19 @@ fn plot(dir: &Path, policy: &str, timeline: &[(f64, [f64; 3])], measured: &[Vec<
             steps.push((*t, rates[u]));
             steps.push((next, rates[u]));
         }
-        series.push(Series { name: format!("{} allocation", NAMES[u]), points: steps, rgb: colors[u] });
+        series.push(Series {
+            name: format!("{} allocation", NAMES[u]),
+            points: steps,
+            rgb: colors[u],
+            marks: Marks::Line,
+        });
         let wire = measured[u].iter().map(|(s, e, mbps)| ((s + e) / 2.0, *mbps)).collect();
-        series.push(Series { name: format!("{} on the wire (points)", NAMES[u]), points: wire, rgb: colors[u] });
+        series.push(Series {
+            name: format!("{} on the wire", NAMES[u]),
+            points: wire,
+            rgb: colors[u],
+            marks: Marks::Points,
+        });
     }
     let chart = TimeChart {
         title: format!("{policy}: allocation vs throughput on a 100 Mbit/s link (HTB, 200 ms quanta)"),

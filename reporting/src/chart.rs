@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use plotters::coord::Shift;
+use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
 
 use crate::ReportError;
@@ -14,10 +14,50 @@ use crate::ReportError;
 pub struct Series {
     /// The legend's text.
     pub name: String,
-    /// `(x, y)` points, both positive (the axes are logarithmic).
+    /// `(x, y)` points (both positive on logarithmic axes).
     pub points: Vec<(f64, f64)>,
     /// The line's color.
     pub rgb: (u8, u8, u8),
+    /// How the points are drawn.
+    pub marks: Marks,
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marks {
+    /// A line through the points, each marked with a dot.
+    LineAndPoints,
+    /// A line only.
+    Line,
+    /// Dots only (measurements).
+    Points,
+}
+
+/// Draws one series with its legend entry, on any pair of axes.
+fn draw_series<DB: DrawingBackend, CT: CoordTranslate<From = (f64, f64)>>(
+    chart: &mut ChartContext<'_, DB, CT>,
+    s: &Series,
+) -> Result<(), String> {
+    let color = RGBColor(s.rgb.0, s.rgb.1, s.rgb.2);
+    let style = color.stroke_width(2);
+    let dots = || s.points.iter().map(move |&p| Circle::new(p, 3, color.filled()));
+    if s.marks == Marks::Points {
+        chart
+            .draw_series(dots())
+            .map_err(|e| e.to_string())?
+            .label(s.name.clone())
+            .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
+        return Ok(());
+    }
+    chart
+        .draw_series(LineSeries::new(s.points.clone(), style))
+        .map_err(|e| e.to_string())?
+        .label(s.name.clone())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+    if s.marks == Marks::LineAndPoints {
+        chart.draw_series(dots()).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// A chart: title, axes and series.
@@ -74,14 +114,7 @@ impl Chart for LogLogChart {
             .draw()
             .map_err(err)?;
         for s in &self.series {
-            let color = RGBColor(s.rgb.0, s.rgb.1, s.rgb.2);
-            let style = color.stroke_width(2);
-            chart
-                .draw_series(LineSeries::new(s.points.clone(), style))
-                .map_err(err)?
-                .label(s.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-            chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(err)?;
+            draw_series(&mut chart, s)?;
         }
         chart
             .configure_series_labels()
@@ -103,8 +136,7 @@ pub struct TimeChart {
     pub x: (String, Range<f64>),
     /// The y axis' label and range.
     pub y: (String, Range<f64>),
-    /// The lines, in legend order; a series whose name ends in "(points)" is drawn as
-    /// points only.
+    /// The series, in legend order.
     pub series: Vec<Series>,
 }
 
@@ -121,21 +153,7 @@ impl Chart for TimeChart {
             .map_err(err)?;
         chart.configure_mesh().x_desc(&self.x.0).y_desc(&self.y.0).draw().map_err(err)?;
         for s in &self.series {
-            let color = RGBColor(s.rgb.0, s.rgb.1, s.rgb.2);
-            if s.name.ends_with("(points)") {
-                chart
-                    .draw_series(s.points.iter().map(|&p| Circle::new(p, 2, color.filled())))
-                    .map_err(err)?
-                    .label(s.name.trim_end_matches(" (points)").to_string())
-                    .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
-            } else {
-                let style = color.stroke_width(2);
-                chart
-                    .draw_series(LineSeries::new(s.points.clone(), style))
-                    .map_err(err)?
-                    .label(s.name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-            }
+            draw_series(&mut chart, s)?;
         }
         chart
             .configure_series_labels()
@@ -145,5 +163,48 @@ impl Chart for TimeChart {
             .draw()
             .map_err(err)?;
         root.present().map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(name: &str, marks: Marks) -> Series {
+        Series { name: name.into(), points: vec![(1.0, 2.0), (10.0, 20.0), (100.0, 30.0)], rgb: (1, 2, 3), marks }
+    }
+
+    /// Both charts write an SVG and a PNG naming every series in the legend; dots are
+    /// drawn for points, none for a bare line.
+    #[test]
+    fn charts_write_svg_and_png_with_their_legends() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let x = ("x".to_string(), 0.5..200.0);
+        let y = ("y".to_string(), 0.5..50.0);
+        let log = LogLogChart {
+            title: "log".into(),
+            x: x.clone(),
+            y: y.clone(),
+            series: vec![series("dotted line", Marks::LineAndPoints)],
+        };
+        let time = TimeChart {
+            title: "time".into(),
+            x,
+            y,
+            series: vec![series("bare line", Marks::Line), series("measured", Marks::Points)],
+        };
+        for (svg, names, circles) in [
+            (log.write(dir.path(), "log")?[0].clone(), vec!["dotted line"], 3),
+            (time.write(dir.path(), "time")?[0].clone(), vec!["bare line", "measured"], 3 + 1),
+        ] {
+            let text = std::fs::read_to_string(&svg)?;
+            for n in names {
+                assert!(text.contains(n), "{n} in {}", svg.display());
+            }
+            // Three dots per dotted series, plus the legend's dot for a points series.
+            assert_eq!(text.matches("<circle").count(), circles, "{}", svg.display());
+            assert!(svg.with_extension("png").exists());
+        }
+        Ok(())
     }
 }

@@ -19,7 +19,7 @@ use fairshare_abi::Mode;
 use fairshare_backends::Backend;
 use fairshare_bench::{device_instance, karma_instance};
 use fairshare_emulator::{InProcess, Model};
-use fairshare_report::chart::{Chart, LogLogChart, Series};
+use fairshare_report::chart::{Chart, LogLogChart, Marks, Series};
 
 /// The clock nextpnr reported after routing the 1-lane, 64-user engine on an iCE40 HX8K
 /// (`hdl/SYNTHESIS.md`).
@@ -148,7 +148,12 @@ fn emulator(dir: &Path) -> Result<Vec<(usize, f64)>, String> {
 
 fn plot(dir: &Path, sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> Result<(), String> {
     let us = |ns: f64| ns / 1e3;
-    let line = |name: &str, points: Vec<(f64, f64)>, rgb| Series { name: name.into(), points, rgb };
+    let line = |name: &str, points: Vec<(f64, f64)>, rgb| Series {
+        name: name.into(),
+        points,
+        rgb,
+        marks: Marks::LineAndPoints,
+    };
     let mut series = vec![
         line("software Karma (batched)", sw.iter().map(|s| (s.n as f64, us(s.karma))).collect(), (0, 0, 255)),
         line(
