@@ -62,6 +62,14 @@ pub enum LedgerError {
         /// The folder.
         path: PathBuf,
     },
+    /// A state too large to commit; nothing was written.
+    #[error("{}: a state of {len} bytes is above the limit of {MAX_PAYLOAD}", path.display())]
+    TooLarge {
+        /// The ledger's folder.
+        path: PathBuf,
+        /// The state's size.
+        len: usize,
+    },
     /// A file of the ledger is damaged (not by a crash, which only cuts the log's end).
     #[error("{}: damaged at byte {offset}: {reason}", path.display())]
     Damaged {
@@ -233,12 +241,8 @@ impl Ledger {
     /// Commits `state` durably: when this returns `Ok`, a later [`Ledger::open`] returns
     /// `state` (or a later commit's), whatever happens to the process.
     pub fn commit(&mut self, state: &[u8]) -> Result<(), LedgerError> {
-        if state.len() > MAX_PAYLOAD {
-            return Err(LedgerError::Damaged {
-                path: self.dir.join("log"),
-                offset: self.log_len,
-                reason: format!("a state of {} bytes is above the limit of {MAX_PAYLOAD}", state.len()),
-            });
+        if state.len() + 8 > MAX_PAYLOAD {
+            return Err(LedgerError::TooLarge { path: self.dir.clone(), len: state.len() });
         }
         let mut payload = Vec::with_capacity(8 + state.len());
         payload.extend_from_slice(&(self.seq + 1).to_le_bytes());
