@@ -418,7 +418,7 @@ fn main() -> ExitCode {
             let (backend, device) = (device.backend.clone(), device.options());
             let req =
                 demo::DemoRequest { users, quanta, fair_share, alpha, initial_credits, seed, backend, device, json };
-            demo::run(&req).map(|_| true)
+            demo::run(&req).map(|_| ExitCode::SUCCESS)
         }
         Command::Compare {
             pool: PoolArgs { users, quanta, fair_share, initial_credits, seed },
@@ -445,7 +445,7 @@ fn main() -> ExitCode {
             };
             let device = backend::DeviceOptions::new(no_verify, timeout_ms);
             let req = compare::CompareRequest { setup, backends: backend, device, out, plots: !no_plots, json };
-            compare::run(&req).map(|_| true)
+            compare::run(&req).map(|_| ExitCode::SUCCESS)
         }
         Command::Replay {
             trace,
@@ -477,7 +477,7 @@ fn main() -> ExitCode {
                 dense,
                 state: state.as_deref(),
             };
-            replay::run(&req).map(|_| true)
+            replay::run(&req).map(|_| ExitCode::SUCCESS)
         }
         Command::Serve { config, listen, state, clock, device } => {
             let clock = if clock == "manual" {
@@ -497,33 +497,31 @@ fn main() -> ExitCode {
                 println!("fairshare serve: listening on {addr}");
                 let _ = std::io::Write::flush(&mut std::io::stdout());
             })
-            .map(|_| true)
+            .map(|_| ExitCode::SUCCESS)
             .map_err(CliError::from)
         }
         Command::DeviceSim { shm, model, users, lanes, faults, late_ms } => {
-            device_sim(&shm, model, users, lanes, faults, late_ms).map(|_| true)
+            device_sim(&shm, model, users, lanes, faults, late_ms).map(|_| ExitCode::SUCCESS)
         }
-        Command::Multi { policy, instance, json } => multi::run(policy, &instance, json).map(|_| true),
+        Command::Multi { policy, instance, json } => multi::run(policy, &instance, json).map(|_| ExitCode::SUCCESS),
         Command::Hdl { command: HdlCommand::Regs } => {
             hdl::regs();
-            Ok(true)
+            Ok(ExitCode::SUCCESS)
         }
         Command::Hdl { command: HdlCommand::Verilog { users, lanes, top, out } } => {
-            hdl::verilog(users, lanes, top, &out).map(|_| true)
+            hdl::verilog(users, lanes, top, &out).map(|_| ExitCode::SUCCESS)
         }
         Command::Hdl { command: HdlCommand::Cycles { users, lanes, quanta, seed, json } } => {
-            hdl::cycles(users, lanes, quanta, seed, json).map(|_| true)
+            hdl::cycles(users, lanes, quanta, seed, json).map(|_| ExitCode::SUCCESS)
         }
         Command::Selftest { vectors, backend, timeout_ms } => {
-            match selftest::run(vectors.as_deref(), &backend, Duration::from_millis(timeout_ms)) {
-                Ok(selftest::Verdict::NothingRan) => return ExitCode::from(3),
-                verdict => verdict.map(|v| v == selftest::Verdict::Passed),
-            }
+            selftest::run(vectors.as_deref(), &backend, Duration::from_millis(timeout_ms))
+                .map(selftest::Verdict::exit_code)
         }
     };
     match result {
-        Ok(true) | Err(CliError::ClosedStdout) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(code) => code,
+        Err(CliError::ClosedStdout) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fairshare: error: {e}");
             ExitCode::from(2)

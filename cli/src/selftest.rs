@@ -30,6 +30,17 @@ pub enum Verdict {
     NothingRan,
 }
 
+impl Verdict {
+    /// The exit status: 0, 1 or 3.
+    pub fn exit_code(self) -> std::process::ExitCode {
+        std::process::ExitCode::from(match self {
+            Verdict::Passed => 0,
+            Verdict::Mismatches => 1,
+            Verdict::NothingRan => 3,
+        })
+    }
+}
+
 /// Runs `path`, or the built-in files.
 pub fn run(path: Option<&Path>, backend: &Backend, timeout: Duration) -> Result<Verdict, CliError> {
     let mut tally = Tally::default();
