@@ -5,7 +5,7 @@
 use crate::config::{KarmaParams, PoolConfig, UserConfig};
 use crate::credits::{Credits, SCALE};
 use crate::error::{Error, Result};
-use crate::policy::{self, Implementation, Outcome, Policy};
+use crate::policy::{self, Implementation, Outcome, Policy, Workspace};
 use serde::{Deserialize, Serialize};
 
 /// What happens to the pool when a user joins or leaves (paper section 3.4).
@@ -49,6 +49,10 @@ pub struct Allocator {
     credits: Vec<Credits>,
     alloc: Vec<u64>,
     quantum: u64,
+    /// Buffers of the batched policies and the next quantum's result, reused every
+    /// quantum: the steady state allocates nothing.
+    workspace: Workspace,
+    next: Outcome,
 }
 
 impl Allocator {
@@ -57,7 +61,17 @@ impl Allocator {
         let params = KarmaParams::from_config(&config)?;
         let credits = config.users.iter().map(|u| u.initial_credits).collect();
         let alloc = vec![0; config.users.len()];
-        Ok(Allocator { policy, implementation: Implementation::Batched, config, params, credits, alloc, quantum: 0 })
+        Ok(Allocator {
+            policy,
+            implementation: Implementation::Batched,
+            config,
+            params,
+            credits,
+            alloc,
+            quantum: 0,
+            workspace: Workspace::default(),
+            next: Outcome::default(),
+        })
     }
 
     /// Chooses the software implementation (batched by default; literal is the oracle).
@@ -69,10 +83,10 @@ impl Allocator {
     /// Runs one quantum: `demand[u]` slices for user `u`, in index order. Returns the
     /// allocations. On error nothing changes (credits, quantum counter, last allocation).
     pub fn allocate(&mut self, demand: &[u64]) -> Result<&[u64]> {
-        let Outcome { alloc, credits } =
-            policy::run(self.policy, self.implementation, &self.params, demand, &self.credits)?;
-        self.alloc = alloc;
-        self.credits = credits;
+        let (workspace, next) = (&mut self.workspace, &mut self.next);
+        policy::run_into(self.policy, self.implementation, &self.params, demand, &self.credits, workspace, next)?;
+        std::mem::swap(&mut self.alloc, &mut self.next.alloc);
+        std::mem::swap(&mut self.credits, &mut self.next.credits);
         self.quantum += 1;
         Ok(&self.alloc)
     }

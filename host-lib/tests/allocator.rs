@@ -28,7 +28,7 @@ fn paper_worked_example_through_the_api() {
     let karma = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [1, 1, 4], [1, 2, 3]];
     let credits = [[5, 6, 7], [4, 8, 9], [6, 7, 11], [7, 8, 9], [8, 8, 8]];
     let maxmin = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 2], [2, 2, 2]];
-    for imp in [Implementation::Batched, Implementation::Literal] {
+    for imp in Implementation::ALL {
         let mut k = paper_pool(Policy::Karma).with_implementation(imp);
         let mut m = paper_pool(Policy::MaxMin).with_implementation(imp);
         for q in 0..5 {
@@ -68,7 +68,7 @@ fn credit_overflow_is_reported_not_wrapped() {
         UserConfig { name: "rich".into(), fair_share: 2, guaranteed: 1, initial_credits: near_max },
         UserConfig { name: "b".into(), fair_share: 2, guaranteed: 1, initial_credits: Credits::ZERO },
     ];
-    for imp in [Implementation::Batched, Implementation::Literal] {
+    for imp in Implementation::ALL {
         let mut pool =
             Allocator::new(PoolConfig { users: users.clone() }, Policy::Karma).unwrap().with_implementation(imp);
         let before = pool.export_state();

@@ -12,7 +12,8 @@
 //! step 1 and at the end of the quantum; otherwise the quantum fails with
 //! [`Error::CreditOverflow`] naming the lowest such user, and nothing changes.
 
-use super::{check_lengths, Outcome};
+use super::select::{Elements, Selector};
+use super::{check_lengths, Outcome, Workspace};
 use crate::config::KarmaParams;
 use crate::credits::{Credits, FRAC_BITS, SCALE};
 use crate::error::{Error, Result};
@@ -202,12 +203,259 @@ fn boundary<K: Keys>(users: &[K], mut lo: i128, mut hi: i128, good: impl Fn(u128
     (lo, hi)
 }
 
-/// The batched quantum: the same result as [`literal`], computed with two threshold
-/// searches. The borrowed slices are the `B` largest borrower keys and the used donated
-/// slices the `min(B, donated)` smallest donor keys (ties: lowest index), where
-/// `B = min(supply, candidate slices)`. Each search is a binary search over the key
-/// range with one counting pass per probe: O(n log range), whatever the pool size.
+/// The batched quantum: the same result as [`literal`] bit for bit, in O(n) whatever the
+/// credit range. Allocates its result; [`batched_into`] reuses buffers instead.
 pub fn batched(p: &KarmaParams, demand: &[u64], credits: &[Credits]) -> Result<Outcome> {
+    let mut out = Outcome::default();
+    batched_into(&mut Workspace::default(), p, demand, credits, &mut out)?;
+    Ok(out)
+}
+
+/// One side of the quantum (borrowers or donors) as integer intervals of keys, in user
+/// index order: entry `i` is user `user[i]` with the keys `top[i] - len[i] + 1 ..=
+/// top[i]`. Keys are in units of the side's common step (the price for borrowers, one
+/// credit for donors) and donors' keys are negated, so that both sides take their
+/// *largest* keys. The vectors only grow (to the pool size); `n` entries are in use.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Intervals {
+    user: Vec<u32>,
+    top: Vec<i64>,
+    len: Vec<u64>,
+    /// Entries in use.
+    n: usize,
+    /// Sum of `len` over the entries in use.
+    total: u128,
+    /// The lowest key (of lengths cut at 2^62) and the highest.
+    low: i64,
+    high: i64,
+}
+
+/// Fills an [`Intervals`] from local slices (so that the compiler keeps the pointers in
+/// registers), without a branch per entry.
+struct Filler<'a> {
+    user: &'a mut [u32],
+    top: &'a mut [i64],
+    len: &'a mut [u64],
+    n: usize,
+}
+
+impl Intervals {
+    /// A filler with room for `users` entries, none in use.
+    fn filler(&mut self, users: usize) -> Filler<'_> {
+        if self.user.len() < users + 1 {
+            self.user.resize(users + 1, 0);
+            self.top.resize(users + 1, 0);
+            self.len.resize(users + 1, 0);
+        }
+        Filler { user: &mut self.user, top: &mut self.top, len: &mut self.len, n: 0 }
+    }
+
+    /// Takes the `n` entries a filler kept, with their total length and key range: one
+    /// pass over the kept entries, with no branch (it vectorises).
+    fn finish(&mut self, n: usize) {
+        let (top, len) = (&self.top[..n], &self.len[..n]);
+        let (mut sum, mut longest, mut low, mut high) = (0u64, 0u64, i64::MAX, i64::MIN);
+        for (&t, &l) in top.iter().zip(len) {
+            sum = sum.wrapping_add(l);
+            longest = longest.max(l);
+            // A length above 2^62 is cut there: the span is then too wide anyway (the
+            // caller falls back), and the difference cannot overflow (a donor's |top|
+            // is below 2^48; a borrower's length is at most its top + 1).
+            low = low.min(t - l.min(1 << 62) as i64 + 1);
+            high = high.max(t);
+        }
+        // Fewer than 2^32 entries of fewer than 2^32 keys cannot wrap the sum.
+        self.total = if longest >> 32 == 0 { sum as u128 } else { len.iter().map(|&l| l as u128).sum() };
+        (self.n, self.low, self.high) = (n, low, high);
+    }
+}
+
+impl Filler<'_> {
+    /// Writes entry `n` and keeps it only if `keep` (the next write overwrites a dropped
+    /// entry).
+    #[inline(always)]
+    fn push_if(&mut self, keep: bool, user: usize, top: i64, len: u64) {
+        let i = self.n;
+        self.user[i] = user as u32;
+        self.top[i] = top;
+        self.len[i] = len;
+        self.n += keep as usize;
+    }
+}
+
+impl Intervals {
+    /// Keys per entry when the `take` largest are taken (ties: lowest index), as
+    /// `visit(user, slices)` in index order. `None` when the keys span 2^61 or more
+    /// (the caller then uses [`search`]).
+    fn take_largest(&self, select: &mut Selector, take: u128, mut visit: impl FnMut(usize, u64)) -> Option<()> {
+        let (user, top, len) = (&self.user[..self.n], &self.top[..self.n], &self.len[..self.n]);
+        if take == 0 {
+            return Some(());
+        }
+        if take == self.total {
+            user.iter().zip(len).for_each(|(&u, &len)| visit(u as usize, len));
+            return Some(());
+        }
+        let (low, high) = (self.low, self.high);
+        if high as i128 - low as i128 >= 1 << 61 {
+            return None;
+        }
+        let span = (high - low) as u64;
+        let keys = KeyIntervals { top, len, base: low };
+        // T: the take-th largest key, i.e. the largest t with at least `take` keys >= t.
+        let (t, above) = select.largest_at_least(&keys, span, take as i128);
+        // `above` keys are > T; the rest of `take` are keys equal to T, lowest index first.
+        let mut rest = (take - above as u128) as u64;
+        for ((&u, &top), &len) in user.iter().zip(top).zip(len) {
+            let h = (top - low) as u64;
+            let has = (rest > 0) & (h + 1 - len <= t) & (t <= h);
+            rest -= has as u64;
+            visit(u as usize, h.saturating_sub(t).min(len) + has as u64);
+        }
+        debug_assert_eq!(rest, 0);
+        Some(())
+    }
+}
+
+/// The intervals as the selector's signed elements, as offsets from `base` (the lowest
+/// key): `+1` at `h + 1`, `-1` at `l`.
+struct KeyIntervals<'a> {
+    top: &'a [i64],
+    len: &'a [u64],
+    base: i64,
+}
+
+impl Elements for KeyIntervals<'_> {
+    #[inline]
+    fn visit(&self, mut visit: impl FnMut(u64, i64)) {
+        for (&top, &len) in self.top.iter().zip(self.len) {
+            let h1 = (top - self.base) as u64 + 1;
+            visit(h1, 1);
+            visit(h1 - len, -1);
+        }
+    }
+    fn count(&self) -> usize {
+        2 * self.top.len()
+    }
+}
+
+/// The batched quantum into reusable buffers: `out` is overwritten (also on error, when
+/// its contents are unspecified) and nothing is allocated once `workspace` and `out`
+/// have held a quantum of this size.
+///
+/// Borrowers whose prices are all equal to `p` and whose balances are all congruent
+/// modulo `p` (always so with equal shares and whole initial credits) have their keys
+/// on one lattice `r + p Z`: each borrower's keys are an interval of integers there, and
+/// the `B` largest keys of all of them are found by [`Selector`]'s radix selection in a
+/// constant number of passes. Donors likewise, with step one credit. Other quanta go to
+/// [`search`] (same result, O(n log range)).
+pub fn batched_into(
+    workspace: &mut Workspace,
+    p: &KarmaParams,
+    demand: &[u64],
+    credits: &[Credits],
+    out: &mut Outcome,
+) -> Result<()> {
+    check_lengths(p, demand, credits)?;
+    if !radix(workspace, p, demand, credits, out)? {
+        *out = search(p, demand, credits)?;
+    }
+    Ok(())
+}
+
+/// The radix-selection quantum of [`batched_into`]; `Ok(false)` when the keys are not on
+/// one lattice per side (or span 2^61 or more), and the quantum is left to [`search`].
+fn radix(
+    workspace: &mut Workspace,
+    p: &KarmaParams,
+    demand: &[u64],
+    credits: &[Credits],
+    out: &mut Outcome,
+) -> Result<bool> {
+    let n = p.len();
+    let overflow = |u: usize| Error::CreditOverflow { user: u, before: credits[u] };
+    let Workspace { borrowers, donors, select } = workspace;
+    if u32::try_from(n).is_err() || n == 0 {
+        return Ok(false);
+    }
+    out.alloc.resize(n, 0);
+    out.credits.resize(n, Credits::ZERO);
+    let price = p.price[0].raw();
+    let free = p.free.raw();
+    // Pass 1: free credits, guaranteed allocations, and whether the keys of each side
+    // lie on one lattice: every price equal, every balance congruent to the first one
+    // modulo the price (borrowers' keys) and modulo one credit (donors' keys). Checked
+    // over all users (a user's role does not matter), with OR-reductions, no branch.
+    let c0 = credits[0].raw().wrapping_add(free);
+    let (pow2, shift) = (price.count_ones() == 1, price.trailing_zeros());
+    let modulo_price = |c: i64| if pow2 { c & (price - 1) } else { c.rem_euclid(price) };
+    let r0 = modulo_price(c0);
+    let rest = (r0 > 0) as i64;
+    let (mut overflowed, mut off_lattice) = (false, 0i64);
+    let (mut o, mut b) = (donors.filler(n), borrowers.filler(n));
+    let inputs = demand.iter().zip(&p.guaranteed).zip(credits).zip(&p.price);
+    for (u, ((((&d, &g), &before), &price_u), (alloc, after))) in
+        inputs.zip(out.alloc.iter_mut().zip(out.credits.iter_mut())).enumerate()
+    {
+        let (c, o_flow) = before.raw().overflowing_add(free);
+        overflowed |= o_flow;
+        *alloc = d.min(g);
+        *after = Credits::from_raw(c);
+        off_lattice |= (price_u.raw() ^ price) | ((c ^ c0) & (SCALE - 1)) | (modulo_price(c) ^ r0);
+        // Donors: keys c, c + 1, ... credits, negated: -floor(c) downwards.
+        o.push_if(d < g, u, -(c >> FRAC_BITS), g.wrapping_sub(d));
+        // Borrowers: keys c, c - price, ... while > 0; with q = floor(c / price) they
+        // are q, q - 1, ... in units of the price, down to 0 if c has a remainder (r0)
+        // modulo the price, else down to 1.
+        let q = if pow2 { c >> shift } else { c.div_euclid(price) };
+        b.push_if((d > g) & (c > 0), u, q, d.wrapping_sub(g).min((q + rest) as u64));
+    }
+    let (donors_kept, borrowers_kept) = (o.n, b.n);
+    if overflowed {
+        let u = (0..n).find(|&u| credits[u].raw().checked_add(free).is_none()).unwrap_or(0);
+        return Err(overflow(u));
+    }
+    if off_lattice != 0 {
+        return Ok(false);
+    }
+    donors.finish(donors_kept);
+    borrowers.finish(borrowers_kept);
+    let borrowed = (donors.total + p.shared as u128).min(borrowers.total);
+    let used = borrowed.min(donors.total);
+    let paid = borrowers.take_largest(select, borrowed, |u, k| {
+        out.alloc[u] += k;
+        // The result is in range (the last key taken is > 0, so the balance stays above
+        // -price), so wrapping arithmetic gives it exactly.
+        out.credits[u] = Credits::from_raw(out.credits[u].raw().wrapping_sub((k as i64).wrapping_mul(price)));
+    });
+    let mut earned_overflow = None;
+    let earned = donors.take_largest(select, used, |u, k| {
+        let earned = i64::try_from(k).ok().and_then(|k| k.checked_mul(SCALE));
+        match earned.and_then(|e| out.credits[u].raw().checked_add(e)) {
+            Some(after) => out.credits[u] = Credits::from_raw(after),
+            None => earned_overflow = earned_overflow.or(Some(u)),
+        }
+    });
+    if paid.is_none() || earned.is_none() {
+        return Ok(false);
+    }
+    match earned_overflow {
+        Some(u) => Err(overflow(u)),
+        None => Ok(true),
+    }
+}
+
+/// The batched quantum by binary search: the same result as [`literal`] and
+/// [`batched`], computed with two threshold searches. The borrowed slices are the `B`
+/// largest borrower keys and the used donated slices the `min(B, donated)` smallest
+/// donor keys (ties: lowest index), where `B = min(supply, candidate slices)`. Each
+/// search is a binary search over the key range with one counting pass per probe (users
+/// whose count is settled leave the scan): O(n log range).
+///
+/// [`batched_into`] uses it for the quanta its radix selection does not cover:
+/// borrowers with different prices (weighted shares) or balances on different lattices
+/// (fractional credits).
+pub fn search(p: &KarmaParams, demand: &[u64], credits: &[Credits]) -> Result<Outcome> {
     check_lengths(p, demand, credits)?;
     let n = p.len();
     let overflow = |u: usize| Error::CreditOverflow { user: u, before: credits[u] };
@@ -306,4 +554,48 @@ fn take_lowest(donors: &[Donor], total: u128, donated: u128) -> Vec<u64> {
     }
     debug_assert_eq!(rest, 0);
     take
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Alpha, PoolConfig};
+
+    fn pool(shares: &[u64]) -> KarmaParams {
+        let mut cfg = PoolConfig::equal(shares.len(), 1, Alpha::new(1, 2).unwrap(), 0).unwrap();
+        for (u, &f) in cfg.users.iter_mut().zip(shares) {
+            u.fair_share = f;
+            u.guaranteed = f / 2;
+        }
+        KarmaParams::from_config(&cfg).unwrap()
+    }
+
+    /// Which path computes a quantum: the radix selection or the search.
+    fn radix_covers(p: &KarmaParams, demand: &[u64], credits: &[i64]) -> bool {
+        let credits: Vec<Credits> = credits.iter().map(|&c| Credits::from_raw(c)).collect();
+        let mut out = Outcome::default();
+        let covered = radix(&mut Workspace::default(), p, demand, &credits, &mut out).unwrap();
+        if covered {
+            assert_eq!(out, literal(p, demand, &credits).unwrap());
+        }
+        covered
+    }
+
+    #[test]
+    fn equal_shares_and_whole_credits_take_the_radix_path() {
+        let p = pool(&[4, 4, 4, 4]);
+        let whole = [3 * SCALE, -2 * SCALE, 40 * SCALE, 0];
+        assert!(radix_covers(&p, &[9, 0, 7, 1], &whole));
+        // Fractional balances on one lattice (same fraction everywhere) still do.
+        assert!(radix_covers(&p, &[9, 0, 7, 1], &whole.map(|c| c + 5)));
+    }
+
+    #[test]
+    fn different_prices_or_lattices_take_the_search() {
+        let unequal = pool(&[2, 4, 4, 6]);
+        assert!(!radix_covers(&unequal, &[9, 9, 9, 0], &[SCALE; 4]));
+        let p = pool(&[4, 4, 4, 4]);
+        assert!(!radix_covers(&p, &[9, 9, 0, 0], &[SCALE, SCALE + 1, 0, 0]), "borrowers on two lattices");
+        assert!(!radix_covers(&p, &[9, 0, 0, 0], &[SCALE, 0, 7, 0]), "donors on two lattices");
+    }
 }

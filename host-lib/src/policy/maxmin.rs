@@ -9,6 +9,9 @@
 //! `f_u <= f_max`, a cap grows by at most one slice per level, so the result is
 //! exactly the slice-by-slice progressive filling of [`literal`].
 
+use super::select::Elements;
+use super::Workspace;
+
 /// Fixed parameters of the caps.
 struct Caps<'a> {
     fair_share: &'a [u64],
@@ -49,8 +52,84 @@ pub fn literal(fair_share: &[u64], capacity: u64, demand: &[u64]) -> Vec<u64> {
     alloc
 }
 
-/// Water-filling by binary search on the level: O(n log(level range)).
+/// Water-filling: the same result as [`literal`], in O(n). Allocates its result;
+/// [`batched_into`] reuses buffers instead.
 pub fn batched(fair_share: &[u64], capacity: u64, demand: &[u64]) -> Vec<u64> {
+    let mut alloc = Vec::with_capacity(demand.len());
+    batched_into(&mut Workspace::default(), fair_share, capacity, demand, &mut alloc);
+    alloc
+}
+
+/// The demands as the selector's elements: `d`, sign `+1`.
+struct Demands<'a>(&'a [u64]);
+
+impl Elements for Demands<'_> {
+    #[inline]
+    fn visit(&self, mut visit: impl FnMut(u64, i64)) {
+        for &d in self.0 {
+            visit(d, 1);
+        }
+    }
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Water-filling into a reused buffer (`alloc` is overwritten).
+///
+/// With equal fair shares the caps are `min(d, L)`, and the largest level with
+/// `sum min(d, L) <= C` is the largest `L` with `sum over d > L of (d - L) >= D - C`
+/// (`D` the total demand): one radix selection ([`super::select`]) over the demands, a
+/// constant number of passes. With unequal shares the caps `floor(L f / f_max)` are not
+/// linear in `L`, and [`search`] finds the level by binary search.
+pub fn batched_into(
+    workspace: &mut Workspace,
+    fair_share: &[u64],
+    capacity: u64,
+    demand: &[u64],
+    alloc: &mut Vec<u64>,
+) {
+    let f0 = fair_share.first().copied().unwrap_or(1);
+    let equal = fair_share.iter().all(|&f| f == f0);
+    let (mut total, mut highest) = (0u128, 0u64);
+    for &d in demand {
+        total += d as u128;
+        highest = highest.max(d);
+    }
+    alloc.clear();
+    if total <= capacity as u128 {
+        alloc.extend_from_slice(demand);
+        return;
+    }
+    if !equal {
+        *alloc = search(fair_share, capacity, demand);
+        return;
+    }
+    // S(0) = D >= D - C and S(highest) = 0 < D - C, so the level is below the highest
+    // demand (which is >= 1).
+    let (level, _) =
+        workspace.select.largest_at_least(&Demands(demand), highest - 1, (total - capacity as u128) as i128);
+    let mut left = capacity as u128;
+    alloc.extend(demand.iter().map(|&d| {
+        let cap = d.min(level);
+        left -= cap as u128;
+        cap
+    }));
+    // Fewer than n slices are left; they go to the lowest indices whose cap grows at L + 1.
+    for (a, &d) in alloc.iter_mut().zip(demand) {
+        if left == 0 {
+            break;
+        }
+        if d > level {
+            *a += 1;
+            left -= 1;
+        }
+    }
+}
+
+/// Water-filling by binary search on the level: O(n log(level range)). [`batched`]
+/// uses it for pools with unequal fair shares.
+pub fn search(fair_share: &[u64], capacity: u64, demand: &[u64]) -> Vec<u64> {
     let f_max = fair_share.iter().copied().max().unwrap_or(1);
     let caps = Caps { fair_share, f_max, demand };
     let total_demand: u128 = demand.iter().map(|&d| d as u128).sum();

@@ -6,6 +6,7 @@
 pub mod invariants;
 pub mod karma;
 pub mod maxmin;
+pub mod select;
 pub mod strict;
 
 use crate::config::KarmaParams;
@@ -61,11 +62,40 @@ impl FromStr for Policy {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Implementation {
-    /// Threshold search: O(n log range), independent of the number of slices.
+    /// Radix selection of the threshold: O(n), independent of the number of slices
+    /// and of the credit range.
     #[default]
     Batched,
     /// The slice-by-slice loop of the paper: the oracle.
     Literal,
+    /// Binary search on the threshold with one counting pass per probe: O(n log range).
+    /// The batched form before the radix selection, kept because it covers every quantum
+    /// (weighted shares, fractional credits); the batched form uses it for those.
+    Search,
+}
+
+impl Implementation {
+    /// All implementations, in the order benches list them.
+    pub const ALL: [Implementation; 3] = [Implementation::Batched, Implementation::Search, Implementation::Literal];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Batched => "batched",
+            Implementation::Literal => "literal",
+            Implementation::Search => "search",
+        }
+    }
+}
+
+impl FromStr for Implementation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Implementation::ALL
+            .into_iter()
+            .find(|i| i.name() == s)
+            .ok_or_else(|| format!("unknown implementation `{s}` (expected batched, search or literal)"))
+    }
 }
 
 /// The result of one quantum: allocation and credits after it, per user.
@@ -77,6 +107,16 @@ pub struct Outcome {
     pub credits: Vec<Credits>,
 }
 
+/// The buffers of the batched policies, kept between quanta (an [`crate::Allocator`]
+/// holds one) so that a quantum in the steady state allocates nothing. Any workspace
+/// gives the same results; a fresh one only costs the first quantum its allocations.
+#[derive(Clone, Debug, Default)]
+pub struct Workspace {
+    pub(crate) borrowers: karma::Intervals,
+    pub(crate) donors: karma::Intervals,
+    pub(crate) select: select::Selector,
+}
+
 /// Runs one quantum of `policy` with implementation `imp`; `credits` are the balances
 /// before the quantum. Never changes anything on error.
 pub fn run(
@@ -86,21 +126,48 @@ pub fn run(
     demand: &[u64],
     credits: &[Credits],
 ) -> Result<Outcome> {
+    let mut out = Outcome::default();
+    run_into(policy, imp, params, demand, credits, &mut Workspace::default(), &mut out)?;
+    Ok(out)
+}
+
+/// [`run`] into reusable buffers: `out` is overwritten; on error its contents are
+/// unspecified (callers keep their state elsewhere until the quantum succeeds).
+pub fn run_into(
+    policy: Policy,
+    imp: Implementation,
+    params: &KarmaParams,
+    demand: &[u64],
+    credits: &[Credits],
+    workspace: &mut Workspace,
+    out: &mut Outcome,
+) -> Result<()> {
     check_lengths(params, demand, credits)?;
+    let copy_credits = |out: &mut Outcome| {
+        out.credits.clear();
+        out.credits.extend_from_slice(credits);
+    };
     match policy {
         Policy::Karma => match imp {
-            Implementation::Batched => karma::batched(params, demand, credits),
-            Implementation::Literal => karma::literal(params, demand, credits),
+            Implementation::Batched => karma::batched_into(workspace, params, demand, credits, out),
+            Implementation::Search => karma::search(params, demand, credits).map(|o| *out = o),
+            Implementation::Literal => karma::literal(params, demand, credits).map(|o| *out = o),
         },
         Policy::MaxMin => {
-            let alloc = match imp {
-                Implementation::Batched => maxmin::batched(&params.fair_share, params.capacity, demand),
-                Implementation::Literal => maxmin::literal(&params.fair_share, params.capacity, demand),
-            };
-            Ok(Outcome { alloc, credits: credits.to_vec() })
+            match imp {
+                Implementation::Batched => {
+                    maxmin::batched_into(workspace, &params.fair_share, params.capacity, demand, &mut out.alloc)
+                }
+                Implementation::Search => out.alloc = maxmin::search(&params.fair_share, params.capacity, demand),
+                Implementation::Literal => out.alloc = maxmin::literal(&params.fair_share, params.capacity, demand),
+            }
+            copy_credits(out);
+            Ok(())
         }
         Policy::Strict => {
-            Ok(Outcome { alloc: strict::allocate(&params.fair_share, demand), credits: credits.to_vec() })
+            strict::allocate_into(&params.fair_share, demand, &mut out.alloc);
+            copy_credits(out);
+            Ok(())
         }
     }
 }

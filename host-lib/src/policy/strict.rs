@@ -2,5 +2,13 @@
 
 /// `alloc_u = min(d_u, f_u)`.
 pub fn allocate(fair_share: &[u64], demand: &[u64]) -> Vec<u64> {
-    fair_share.iter().zip(demand).map(|(&f, &d)| d.min(f)).collect()
+    let mut alloc = Vec::with_capacity(demand.len());
+    allocate_into(fair_share, demand, &mut alloc);
+    alloc
+}
+
+/// [`allocate`] into a reused buffer (overwritten).
+pub fn allocate_into(fair_share: &[u64], demand: &[u64], alloc: &mut Vec<u64>) {
+    alloc.clear();
+    alloc.extend(fair_share.iter().zip(demand).map(|(&f, &d)| d.min(f)));
 }
