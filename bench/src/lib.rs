@@ -11,6 +11,8 @@ use fairshare::policy::karma;
 use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
 use fairshare_sim::workload;
 
+pub mod software;
+
 /// Initial credits of every user in [`karma_instance`]: large enough that nobody runs
 /// out during the warm-up quanta.
 pub const INITIAL_CREDITS: i64 = 900_000;

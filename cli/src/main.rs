@@ -8,6 +8,7 @@
 //! every case was skipped (nothing was tested).
 
 mod backend;
+mod bench;
 mod compare;
 mod demo;
 mod hdl;
@@ -195,6 +196,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Quick measurements: time per quantum of the software policies.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// The hardware engine: Verilog export and cycles per quantum in simulation.
     Hdl {
         #[command(subcommand)]
@@ -305,6 +311,36 @@ impl DeviceArgs {
 }
 
 #[derive(Subcommand)]
+enum BenchCommand {
+    /// Time quanta of a software policy in an equal-share pool (alpha 1/2, after 20
+    /// warm-up quanta) and print the median and p99 per quantum and per user.
+    Software {
+        /// Users in the pool.
+        #[arg(long)]
+        users: usize,
+        /// Timed quanta.
+        #[arg(long, default_value_t = 100)]
+        quanta: usize,
+        /// Policy: karma, maxmin or strict.
+        #[arg(long, default_value = "karma", value_parser = parse_policy)]
+        policy: Policy,
+        /// Implementation: batched (radix selection), search (binary search, the
+        /// batched form before it) or literal (the slice-by-slice oracle).
+        #[arg(long, default_value = "batched", value_parser = parse_implementation)]
+        implementation: fairshare::Implementation,
+        /// Workload: bursty (fair share 10) or steady-on-off (fair share 100).
+        #[arg(long, default_value = "bursty", value_parser = parse_bench_workload)]
+        workload: fairshare_bench::software::BenchWorkload,
+        /// Workload seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Print JSON (fields median_ns, p99_ns, ns_per_user...).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum HdlCommand {
     /// Write the Verilog (module `top`) of the device or the bare engine, and a shell
     /// with packed ports next to it.
@@ -366,6 +402,14 @@ fn parse_workload(s: &str) -> Result<fairshare_sim::workload::Workload, String> 
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse()
+}
+
+fn parse_implementation(s: &str) -> Result<fairshare::Implementation, String> {
+    s.parse()
+}
+
+fn parse_bench_workload(s: &str) -> Result<fairshare_bench::software::BenchWorkload, String> {
     s.parse()
 }
 
@@ -504,6 +548,9 @@ fn main() -> ExitCode {
             device_sim(&shm, model, users, lanes, faults, late_ms).map(|_| ExitCode::SUCCESS)
         }
         Command::Multi { policy, instance, json } => multi::run(policy, &instance, json).map(|_| ExitCode::SUCCESS),
+        Command::Bench {
+            command: BenchCommand::Software { users, quanta, policy, implementation, workload, seed, json },
+        } => bench::software(users, quanta, policy, implementation, workload, seed, json).map(|_| ExitCode::SUCCESS),
         Command::Hdl { command: HdlCommand::Regs } => {
             hdl::regs();
             Ok(ExitCode::SUCCESS)
