@@ -194,6 +194,10 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// ddrf: also print the allocation after each arrival (output quadratic in the
+        /// users; without it only the final allocation, in memory linear in the users).
+        #[arg(long)]
+        steps: bool,
     },
     /// The hardware engine: Verilog export and cycles per quantum in simulation.
     Hdl {
@@ -503,7 +507,9 @@ fn main() -> ExitCode {
         Command::DeviceSim { shm, model, users, lanes, faults, late_ms } => {
             device_sim(&shm, model, users, lanes, faults, late_ms).map(|_| ExitCode::SUCCESS)
         }
-        Command::Multi { policy, instance, json } => multi::run(policy, &instance, json).map(|_| ExitCode::SUCCESS),
+        Command::Multi { policy, instance, json, steps } => {
+            multi::run(policy, &instance, json, steps).map(|_| ExitCode::SUCCESS)
+        }
         Command::Hdl { command: HdlCommand::Regs } => {
             hdl::regs();
             Ok(ExitCode::SUCCESS)

@@ -58,7 +58,7 @@ pub mod psdsf;
 pub mod solver;
 
 pub use instance::{Builder, Instance, InstanceSpec};
-pub use policy::{run, MultiPolicy, Report};
+pub use policy::{run, run_with, MultiPolicy, Options, Report};
 
 /// Relative tolerance for "saturated", "positive" and level comparisons (spec 0.4).
 pub const EPS: f64 = 1e-9;
