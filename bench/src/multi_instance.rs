@@ -83,7 +83,7 @@ fn dominant_demand(r: usize) -> (f64, f64) {
 /// If `users`, `servers` or `resources` is 0.
 pub fn cluster_spec(users: usize, servers: usize, resources: usize, seed: u64) -> InstanceSpec {
     assert!(users > 0 && servers > 0 && resources > 0, "cluster_spec: every dimension must be positive");
-    let mut rng = Stream(seed ^ 0x5EED_0F17_C1u64);
+    let mut rng = Stream(seed ^ 0x005E_ED0F_17C1_u64);
     let resource_names = (0..resources)
         .map(|r| match r {
             0 => "cpu".to_string(),

@@ -19,6 +19,10 @@ use super::{Allocation, Instance, MultiError};
 /// more than 1e-3 from DRF's closed form from 6% to under 3%, with no more solver errors.
 const FLOOR_SLACK: f64 = 1e-12;
 
+/// Builds a round's program: capacity rows, and task-limit rows of the users the
+/// predicate selects, over the placement variables and this many more.
+type BaseProgram<'f> = dyn Fn(usize, &dyn Fn(usize) -> bool) -> Program + 'f;
+
 /// A filling problem: the level of user `n` is `x_n / scale[n]`.
 #[derive(Debug, Clone)]
 pub struct Filling<'a> {
@@ -192,7 +196,7 @@ impl<'a> Filling<'a> {
         candidates: &[usize],
         level: &[Option<f64>],
         t_star: f64,
-        base: &dyn Fn(usize, &dyn Fn(usize) -> bool) -> Program,
+        base: &BaseProgram<'_>,
         total: &dyn Fn(usize) -> Vec<(usize, f64)>,
     ) -> Result<Vec<usize>, MultiError> {
         let mut stuck = Vec::new();
