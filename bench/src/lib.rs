@@ -7,6 +7,8 @@
 //! part only holds the helpers the benches share, so that every bench measures the
 //! same realistic instances.
 
+pub mod multi_instance;
+
 use fairshare::policy::karma;
 use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
 use fairshare_sim::workload;

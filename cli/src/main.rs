@@ -195,6 +195,10 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// ddrf: also print the allocation after each arrival (output quadratic in the
+        /// users; without it only the final allocation, in memory linear in the users).
+        #[arg(long)]
+        steps: bool,
     },
     /// Quick measurements: time per quantum of the software policies.
     Bench {
@@ -547,7 +551,9 @@ fn main() -> ExitCode {
         Command::DeviceSim { shm, model, users, lanes, faults, late_ms } => {
             device_sim(&shm, model, users, lanes, faults, late_ms).map(|_| ExitCode::SUCCESS)
         }
-        Command::Multi { policy, instance, json } => multi::run(policy, &instance, json).map(|_| ExitCode::SUCCESS),
+        Command::Multi { policy, instance, json, steps } => {
+            multi::run(policy, &instance, json, steps).map(|_| ExitCode::SUCCESS)
+        }
         Command::Bench {
             command: BenchCommand::Software { users, quanta, policy, implementation, workload, seed, json },
         } => bench::software(users, quanta, policy, implementation, workload, seed, json).map(|_| ExitCode::SUCCESS),

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use fairshare_multi::{Allocation, Instance, MultiPolicy, Report};
+use fairshare_multi::{Allocation, Instance, MultiPolicy, Options, Report};
 use serde_json::{json, Map, Value};
 
 use crate::output::table;
@@ -112,11 +112,12 @@ fn print(inst: &Instance, report: &Report, json: bool) {
     }
 }
 
-/// `fairshare multi --policy P --instance FILE [--json]`.
-pub fn run(policy: MultiPolicy, path: &Path, json: bool) -> Result<(), CliError> {
+/// `fairshare multi --policy P --instance FILE [--json] [--steps]`: with `steps`, dynamic
+/// policies (ddrf) also print the allocation after each arrival.
+pub fn run(policy: MultiPolicy, path: &Path, json: bool, steps: bool) -> Result<(), CliError> {
     let inst = load(path)?;
-    let report =
-        fairshare_multi::run(policy, &inst).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    let report = fairshare_multi::run_with(policy, &inst, Options { steps })
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
     for field in &report.ignored {
         eprintln!("fairshare: note: {policy} ignores {field}");
     }

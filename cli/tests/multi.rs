@@ -65,7 +65,9 @@ fn every_policy_runs_on_the_example_and_pooled_ones_say_so() {
 
 #[test]
 fn ddrf_reports_the_allocation_after_each_arrival() {
-    let json = multi_json("ddrf", &example("cluster.json"));
+    let out = fairshare(&["multi", "--policy", "ddrf", "--instance", &example("cluster.json"), "--json", "--steps"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let steps = json["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 4);
     for (k, step) in steps.iter().enumerate() {
@@ -85,6 +87,12 @@ fn ddrf_reports_the_allocation_after_each_arrival() {
         }
     }
     assert_eq!(json["users"], steps[3]["users"]);
+    // Without --steps: the same final allocation, and no steps (they are quadratic).
+    let plain = multi_json("ddrf", &example("cluster.json"));
+    assert!(plain.get("steps").is_none(), "steps printed without --steps");
+    assert_eq!(plain["users"], json["users"]);
+    let table = fairshare(&["multi", "--policy", "ddrf", "--instance", &example("cluster.json")]);
+    assert!(!String::from_utf8_lossy(&table.stdout).contains("after arrival"));
 }
 
 #[test]

@@ -7,11 +7,14 @@
 //! - [`drf`]: Dominant Resource Fairness on one pooled server (progressive filling), the
 //!   baseline the others are compared with.
 //! - [`lexmaxmin`]: weighted lexicographic max-min under per-server capacities and
-//!   placement constraints, the reference procedure behind C-DRFH, TSF and CDRF.
+//!   placement constraints, behind C-DRFH, TSF and CDRF: a few linear programs per
+//!   distinct level (users stopped by task limits or stuck are frozen together), with
+//!   the older one-program-per-user procedure kept as the tests' reference.
 //! - [`drfh`]: DRFH on heterogeneous servers: the exact LP, weighted and with finite
 //!   tasks, and the task-level First-Fit and Best-Fit heuristics.
 //! - [`ddrf`]: dynamic DRF: users arrive one by one, allocations are irrevocable; the
-//!   exact water-filling and Li et al.'s binary search, checked against each other.
+//!   exact water-filling and Li et al.'s binary search, checked against each other; the
+//!   per-arrival steps are optional ([`Options`]), the final allocation takes linear memory.
 //! - [`bbf`]: bottleneck-based fairness ("no justified complaints"): the paper's ODE
 //!   method, the equivalent convex program, and the exact method for two users.
 //! - [`psdsf`]: PS-DSF in its RDM and TDM forms, with placement constraints and weights,
@@ -58,7 +61,7 @@ pub mod psdsf;
 pub mod solver;
 
 pub use instance::{Builder, Instance, InstanceSpec};
-pub use policy::{run, MultiPolicy, Report};
+pub use policy::{run, run_with, MultiPolicy, Options, Report};
 
 /// Relative tolerance for "saturated", "positive" and level comparisons (spec 0.4).
 pub const EPS: f64 = 1e-9;

@@ -97,14 +97,30 @@ pub struct Report {
     pub method: String,
     /// The allocation.
     pub allocation: Allocation,
-    /// For dynamic policies: the allocation after each arrival, in arrival order.
+    /// For dynamic policies: the allocation after each arrival, in arrival order, if
+    /// [`Options::steps`] asked for it (else empty).
     pub steps: Vec<Allocation>,
     /// Fields of the instance the policy's model does not use.
     pub ignored: Vec<String>,
 }
 
-/// Runs `policy` on `inst`.
+/// What [`run_with`] computes besides the allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Options {
+    /// Dynamic policies (`ddrf`): also the allocation after each arrival, in
+    /// [`Report::steps`]. Memory quadratic in the users (10,000 users: 50 million task
+    /// counts), so off unless asked for; without it memory is linear.
+    pub steps: bool,
+}
+
+/// Runs `policy` on `inst`, with the per-arrival steps of dynamic policies
+/// ([`run_with`] with `steps` on).
 pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
+    run_with(policy, inst, Options { steps: true })
+}
+
+/// Runs `policy` on `inst`; [`Options`] say whether to keep the per-arrival steps.
+pub fn run_with(policy: MultiPolicy, inst: &Instance, options: Options) -> Result<Report, MultiError> {
     let mut ignored = Vec::new();
     let pooled = |ignored: &mut Vec<String>| {
         if !inst.unconstrained() {
@@ -148,8 +164,12 @@ pub fn run(policy: MultiPolicy, inst: &Instance) -> Result<Report, MultiError> {
             if inst.max_tasks.iter().any(Option::is_some) {
                 ignored.push("max_tasks (demand is unbounded)".to_string());
             }
-            steps = ddrf::ddrf(inst)?;
-            let last = steps.last().cloned().unwrap_or_else(|| Allocation::pooled(Vec::new()));
+            let last = if options.steps {
+                steps = ddrf::ddrf(inst)?;
+                steps.last().cloned().unwrap_or_else(|| Allocation::pooled(Vec::new()))
+            } else {
+                ddrf::ddrf_final(inst)?
+            };
             ("water-filling at each arrival, capacity k/n after k arrivals".to_string(), last)
         }
         MultiPolicy::Bbf => {

@@ -1,0 +1,76 @@
+//! The lexicographic filling behind C-DRFH, TSF and CDRF ([`Filling::solve`], a few
+//! programs per distinct level, issue 17) against the procedure it replaced
+//! ([`Filling::solve_reference`], one program per user and round) on random small
+//! instances with task limits, weights and placement constraints: the same levels.
+
+use fairshare_multi::lexmaxmin::Filling;
+use fairshare_multi::{Builder, Instance};
+use proptest::prelude::*;
+
+/// Up to 6 users, 4 servers, 3 resources; integer data with zeros, random eligibility,
+/// weights 1..=3 and task limits 0..=6 on some users; invalid draws are skipped.
+fn instances() -> impl Strategy<Value = Instance> {
+    (1usize..=6, 1usize..=4, 1usize..=3).prop_flat_map(|(n, k, m)| {
+        (
+            prop::collection::vec(prop::collection::vec(0u32..=10, m), k),
+            prop::collection::vec(prop::collection::vec(0u32..=5, m), n),
+            prop::collection::vec(prop::collection::vec(prop::bool::weighted(0.75), k), n),
+            prop::collection::vec(1u32..=3, n),
+            prop::collection::vec(prop::option::of(0u32..=6), n),
+        )
+            .prop_filter_map("valid instance", |(c, d, e, w, t)| {
+                let c: Vec<Vec<f64>> = c.iter().map(|r| r.iter().map(|&v| f64::from(v)).collect()).collect();
+                let d: Vec<Vec<f64>> = d.iter().map(|r| r.iter().map(|&v| f64::from(v)).collect()).collect();
+                let cr: Vec<&[f64]> = c.iter().map(|r| r.as_slice()).collect();
+                let dr: Vec<&[f64]> = d.iter().map(|r| r.as_slice()).collect();
+                let er: Vec<&[bool]> = e.iter().map(|r| r.as_slice()).collect();
+                let w: Vec<f64> = w.iter().map(|&v| f64::from(v)).collect();
+                let mut inst = Builder::new(&cr, &dr).weights(&w).eligible(&er).build().ok()?;
+                inst.max_tasks = t.iter().map(|t| t.map(f64::from)).collect();
+                Some(inst)
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn batched_filling_equals_the_reference(inst in instances(), which in 0usize..3) {
+        // The three scales of the baselines: C-DRFH, and TSF/CDRF-like sums of monopolies.
+        let scale: Vec<f64> = (0..inst.n_users())
+            .map(|n| {
+                let phi = inst.weight[n];
+                match which {
+                    0 => phi / inst.task_share(n),
+                    1 => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, false)).sum::<f64>(),
+                    _ => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, true)).sum::<f64>(),
+                }
+            })
+            .collect();
+        prop_assume!(scale.iter().all(|s| s.is_finite() && *s > 0.0));
+        let filling = Filling::new(&inst, scale);
+        let (Ok(new), Ok(old)) = (filling.solve(), filling.solve_reference()) else {
+            // Small integer data: both program sequences solve.
+            panic!("solver failed");
+        };
+        for (p, q) in new.totals.iter().zip(&old.totals) {
+            prop_assert!((p - q).abs() <= 1e-6 * p.abs().max(q.abs()).max(1.0), "new {:?} vs reference {:?}", new.totals, old.totals);
+        }
+        // And the new one is feasible: limits and capacities.
+        let x = new.per_server.as_ref().expect("placed");
+        for n in 0..inst.n_users() {
+            if let Some(t) = inst.max_tasks[n] {
+                prop_assert!(new.totals[n] <= t * (1.0 + 1e-6) + 1e-9, "user {n} over its limit {t}: {}", new.totals[n]);
+            }
+            for i in 0..inst.n_servers() {
+                prop_assert!(inst.eligible[n][i] || x[n][i] <= 1e-9);
+            }
+        }
+        for i in 0..inst.n_servers() {
+            for r in 0..inst.n_resources() {
+                prop_assert!(inst.usage(x, i, r) <= inst.capacity[i][r] * (1.0 + 1e-6) + 1e-9);
+            }
+        }
+    }
+}
