@@ -7,9 +7,10 @@
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
-use fairshare::policy::{karma, maxmin, Outcome};
+use fairshare::policy::{karma, maxmin, Outcome, Workspace};
 use fairshare::{Credits, Error, KarmaParams};
-use fairshare_bench::karma_instance;
+use fairshare_bench::software::BenchWorkload;
+use fairshare_bench::{karma_instance, workload_instance};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -88,5 +89,31 @@ fn maxmin_batched(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, karma_batched, karma_literal_vs_batched, karma_literal, maxmin_batched);
+/// Before and after: the binary search (`karma::search`) and the radix selection
+/// (`karma::batched_into` with a reused workspace, as an `Allocator` runs it), on both
+/// benchmark workloads (bursty at f = 10, steady + on/off at f = 100).
+fn karma_search_vs_radix(c: &mut Criterion) {
+    for workload in BenchWorkload::ALL {
+        let mut group = c.benchmark_group(format!("karma_search_vs_radix_{workload}"));
+        for n in [10, 1_000, 1_000_000] {
+            let (params, demand, credits) = workload_instance(workload, n, SEED);
+            configure(&mut group, n);
+            group.throughput(Throughput::Elements(n as u64));
+            group.bench_with_input(BenchmarkId::new("search", n), &n, |b, _| {
+                b.iter(|| black_box(karma::search(black_box(&params), black_box(&demand), black_box(&credits)).expect("quantum")))
+            });
+            let (mut workspace, mut out) = (Workspace::default(), Outcome::default());
+            group.bench_with_input(BenchmarkId::new("radix", n), &n, |b, _| {
+                b.iter(|| {
+                    karma::batched_into(&mut workspace, black_box(&params), black_box(&demand), black_box(&credits), &mut out)
+                        .expect("quantum");
+                    black_box(&out);
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, karma_batched, karma_literal_vs_batched, karma_literal, maxmin_batched, karma_search_vs_radix);
 criterion_main!(benches);

@@ -44,12 +44,29 @@ pub const WARM_UP_QUANTA: usize = 20;
 /// assert!(credits.iter().any(|c| *c != credits[0]), "warm-up spreads the credits");
 /// ```
 pub fn karma_instance(users: usize, fair_share: u64, seed: u64) -> (KarmaParams, Vec<u64>, Vec<Credits>) {
+    instance_of(workload::bursty(users, WARM_UP_QUANTA + 1, fair_share, seed), users, fair_share)
+}
+
+/// [`karma_instance`] for a benchmark workload at its own fair share: 20 warm-up
+/// quanta of `workload`, then its 21st demand vector and the credits before it.
+///
+/// # Panics
+///
+/// As [`karma_instance`].
+pub fn workload_instance(
+    workload: software::BenchWorkload,
+    users: usize,
+    seed: u64,
+) -> (KarmaParams, Vec<u64>, Vec<Credits>) {
+    instance_of(workload.demands(users, WARM_UP_QUANTA + 1, seed), users, workload.fair_share())
+}
+
+fn instance_of(mut demands: Vec<Vec<u64>>, users: usize, fair_share: u64) -> (KarmaParams, Vec<u64>, Vec<Credits>) {
     let alpha = Alpha::new(1, 2).expect("alpha = 1/2 is valid");
     let config = PoolConfig::equal(users, fair_share, alpha, INITIAL_CREDITS)
         .expect("karma_instance: invalid pool (users and fair_share must be at least 1)");
     let params = KarmaParams::from_config(&config).expect("karma_instance: a validated pool has parameters");
-    let mut demands = workload::bursty(users, WARM_UP_QUANTA + 1, fair_share, seed);
-    let demand = demands.pop().expect("bursty returns one demand vector per quantum");
+    let demand = demands.pop().expect("a workload returns one demand vector per quantum");
     let mut credits: Vec<Credits> = config.users.iter().map(|u| u.initial_credits).collect();
     for (q, d) in demands.iter().enumerate() {
         credits = karma::batched(&params, d, &credits)

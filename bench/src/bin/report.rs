@@ -3,7 +3,8 @@
 //! (`bench/report_time.svg` and `.png`).
 //!
 //! Software: one Karma quantum (batched) for n = 10 .. 1,000,000 users, the literal loop
-//! for small n, max-min. Engine: cycles per quantum from RustHDL simulation (every
+//! for small n, max-min; before (binary search) and after (radix selection) side by
+//! side for two workloads. Engine: cycles per quantum from RustHDL simulation (every
 //! quantum checked against the software) for N = 64 .. 4,096 and P = 1, 4, 16 lanes,
 //! converted to time at the clock place-and-route measured and at a stated target
 //! clock: projections, labelled so. The emulator's round trip over shared memory. The
@@ -14,9 +15,11 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fairshare::policy::{karma, maxmin};
+use fairshare::policy::karma;
+use fairshare::{Implementation, Policy};
 use fairshare_abi::Mode;
 use fairshare_backends::Backend;
+use fairshare_bench::software::{self as sw_bench, BenchWorkload};
 use fairshare_bench::{device_instance, karma_instance};
 use fairshare_emulator::{InProcess, Model};
 use fairshare_report::chart::{Chart, LogLogChart, Marks, Series};
@@ -67,11 +70,50 @@ fn show(ns: f64) -> String {
     }
 }
 
+/// One pool size, bursty workload (f = 10): the batched Karma and max-min (radix
+/// selection), and the literal loop for small n.
 struct Software {
     n: usize,
     karma: f64,
     maxmin: f64,
     literal: Option<f64>,
+}
+
+/// Before and after the radix selection, same run: median per quantum of the binary
+/// search (`Implementation::Search`) and of the radix selection (`Batched`), as an
+/// `Allocator` runs them, per workload and n.
+struct BeforeAfter {
+    workload: BenchWorkload,
+    n: usize,
+    karma_search: f64,
+    karma_radix: f64,
+    maxmin_search: f64,
+    maxmin_radix: f64,
+}
+
+/// Users in the before/after table.
+const BEFORE_AFTER_N: [usize; 5] = [10, 1_000, 10_000, 100_000, 1_000_000];
+
+fn before_after() -> Result<Vec<BeforeAfter>, String> {
+    let mut out = Vec::new();
+    for workload in BenchWorkload::ALL {
+        for &n in &BEFORE_AFTER_N {
+            eprintln!("report: before/after, {workload}, n = {n}");
+            let quanta = if n >= 100_000 { 30 } else { 200 };
+            let run = |policy, imp| {
+                sw_bench::measure(n, quanta, policy, imp, workload, 42).map(|r| r.median_ns).map_err(|e| e.to_string())
+            };
+            out.push(BeforeAfter {
+                workload,
+                n,
+                karma_search: run(Policy::Karma, Implementation::Search)?,
+                karma_radix: run(Policy::Karma, Implementation::Batched)?,
+                maxmin_search: run(Policy::MaxMin, Implementation::Search)?,
+                maxmin_radix: run(Policy::MaxMin, Implementation::Batched)?,
+            });
+        }
+    }
+    Ok(out)
 }
 
 struct Engine {
@@ -92,7 +134,7 @@ fn software() -> Vec<Software> {
                 black_box(karma::batched(&params, &demand, &credits).expect("a valid instance"));
             });
             let maxmin = median_ns(|| {
-                black_box(maxmin::batched(&params.fair_share, params.capacity, &demand));
+                black_box(fairshare::policy::maxmin::batched(&params.fair_share, params.capacity, &demand));
             });
             let literal = LITERAL_N.contains(&n).then(|| {
                 median_ns(|| {
@@ -178,7 +220,7 @@ fn plot(dir: &Path, sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> Res
     Ok(())
 }
 
-fn markdown(sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> String {
+fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], emu: &[(usize, f64)]) -> String {
     let mut md = String::new();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -210,6 +252,33 @@ fn markdown(sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> String {
             s.karma / s.n as f64,
             s.literal.map_or("-".into(), show),
             show(s.maxmin)
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n## Software before and after the radix selection (measured, same run)\n\n`fairshare bench software` in \
+         one process: an `Allocator` (buffers reused) runs 20 warm-up quanta, then the median of 200 timed quanta \
+         (30 from n = 100,000). Before: the binary search on the threshold, one counting pass per probe \
+         (`--implementation search`). After: the radix selection (`batched`). Equal shares, alpha = 1/2; bursty at \
+         f = 10, steady + on/off (alternate users) at f = 100.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| workload | n users | Karma before | Karma after | per user after | speed-up | max-min before | max-min after | per user after |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for b in ba {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {:.1} ns | {:.1}x | {} | {} | {:.1} ns |",
+            b.workload,
+            b.n,
+            show(b.karma_search),
+            show(b.karma_radix),
+            b.karma_radix / b.n as f64,
+            b.karma_search / b.karma_radix,
+            show(b.maxmin_search),
+            show(b.maxmin_radix),
+            b.maxmin_radix / b.n as f64
         );
     }
     let _ = writeln!(
@@ -282,8 +351,8 @@ fn markdown(sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> String {
     let _ = writeln!(
         md,
         "\n## What these numbers show and do not show\n\n\
-         - The batched software costs {pu_lo:.0} to {pu_hi:.0} ns per user per quantum here from n = 1,000 up, \
-           about linear in n.\n\
+         - The batched software costs {pu_lo:.0} to {pu_hi:.0} ns per user per quantum here from n = 1,000 up \
+           (one call on fresh buffers), about linear in n.\n\
          - Projected from simulated cycles, a 16-lane engine would take {fast_lo:.2} to {fast_hi:.2} times the \
            software's time at {TARGET_MHZ} MHz for N = 64 to 4,096, and {slow_lo:.2} to {slow_hi:.2} times at \
            {PNR_MHZ} MHz. Its cycles grow as N / P plus a few passes, so more lanes buy time linearly.\n\
@@ -311,11 +380,12 @@ fn main() {
 fn run() -> Result<(), String> {
     let out = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sw = software();
+    let ba = before_after()?;
     let hw = engines()?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let emu = emulator(tmp.path())?;
     plot(out, &sw, &hw, &emu)?;
-    let md = markdown(&sw, &hw, &emu);
+    let md = markdown(&sw, &ba, &hw, &emu);
     let path = out.join("REPORT.md");
     let staged = out.join(".REPORT.md.tmp");
     std::fs::write(&staged, &md).and_then(|_| std::fs::rename(&staged, &path)).map_err(|e| e.to_string())?;
