@@ -100,13 +100,23 @@ fn karma_search_vs_radix(c: &mut Criterion) {
             configure(&mut group, n);
             group.throughput(Throughput::Elements(n as u64));
             group.bench_with_input(BenchmarkId::new("search", n), &n, |b, _| {
-                b.iter(|| black_box(karma::search(black_box(&params), black_box(&demand), black_box(&credits)).expect("quantum")))
+                b.iter(|| {
+                    black_box(
+                        karma::search(black_box(&params), black_box(&demand), black_box(&credits)).expect("quantum"),
+                    )
+                })
             });
             let (mut workspace, mut out) = (Workspace::default(), Outcome::default());
             group.bench_with_input(BenchmarkId::new("radix", n), &n, |b, _| {
                 b.iter(|| {
-                    karma::batched_into(&mut workspace, black_box(&params), black_box(&demand), black_box(&credits), &mut out)
-                        .expect("quantum");
+                    karma::batched_into(
+                        &mut workspace,
+                        black_box(&params),
+                        black_box(&demand),
+                        black_box(&credits),
+                        &mut out,
+                    )
+                    .expect("quantum");
                     black_box(&out);
                 })
             });
@@ -115,5 +125,12 @@ fn karma_search_vs_radix(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, karma_batched, karma_literal_vs_batched, karma_literal, maxmin_batched, karma_search_vs_radix);
+criterion_group!(
+    benches,
+    karma_batched,
+    karma_literal_vs_batched,
+    karma_literal,
+    maxmin_batched,
+    karma_search_vs_radix
+);
 criterion_main!(benches);

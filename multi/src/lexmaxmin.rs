@@ -338,24 +338,7 @@ impl<'a> Filling<'a> {
                 level[n] = Some(t_star);
             }
         }
-        // Every program of the sequence kept the frozen users at their levels; a user the
-        // last one left far below its own (the solver's tolerance, measured against the
-        // largest numbers of the program, swallowed a user of 1e-6 tasks next to
-        // resources of 1e3 units) is an error, not an allocation.
-        for n in 0..n_users {
-            let got: f64 = total(n).iter().map(|&(v, _)| last[v]).sum();
-            let want = level[n].map_or(0.0, |l| self.scale[n] * l);
-            if got < 0.5 * want {
-                return Err(MultiError::Solver(format!(
-                    "user #{} came back with {got:e} tasks, below half of its level's {want:e}: \
-                     the programs are not resolved at this instance's scale",
-                    n + 1
-                )));
-            }
-        }
-        let per_server =
-            (0..n_users).map(|n| (0..n_servers).map(|i| var[n][i].map_or(0.0, |v| last[v])).collect()).collect();
-        Ok(Allocation::placed(per_server))
+        self.finish(&level, &last, &var, vars)
     }
 }
 
