@@ -388,9 +388,17 @@ fn radix(
     // over all users (a user's role does not matter), with OR-reductions, no branch.
     let c0 = credits[0].raw().wrapping_add(free);
     let (pow2, shift) = (price.count_ones() == 1, price.trailing_zeros());
-    let modulo_price = |c: i64| if pow2 { c & (price - 1) } else { c.rem_euclid(price) };
-    let r0 = modulo_price(c0);
+    let r0 = if pow2 { c0 & (price - 1) } else { c0.rem_euclid(price) };
     let rest = (r0 > 0) as i64;
+    // Congruent to c0 modulo one credit and modulo the price: one mask when the price is
+    // a power of two (always so with equal shares).
+    let off_lattice_of = |c: i64| {
+        if pow2 {
+            (c ^ c0) & ((price - 1) | (SCALE - 1))
+        } else {
+            ((c ^ c0) & (SCALE - 1)) | (c.rem_euclid(price) ^ r0)
+        }
+    };
     let (mut overflowed, mut off_lattice) = (false, 0i64);
     let (mut o, mut b) = (donors.filler(n), borrowers.filler(n));
     let inputs = demand.iter().zip(&p.guaranteed).zip(credits).zip(&p.price);
@@ -401,7 +409,7 @@ fn radix(
         overflowed |= o_flow;
         *alloc = d.min(g);
         *after = Credits::from_raw(c);
-        off_lattice |= (price_u.raw() ^ price) | ((c ^ c0) & (SCALE - 1)) | (modulo_price(c) ^ r0);
+        off_lattice |= (price_u.raw() ^ price) | off_lattice_of(c);
         // Donors: keys c, c + 1, ... credits, negated: -floor(c) downwards.
         o.push_if(d < g, u, -(c >> FRAC_BITS), g.wrapping_sub(d));
         // Borrowers: keys c, c - price, ... while > 0; with q = floor(c / price) they

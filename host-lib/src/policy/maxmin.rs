@@ -90,7 +90,10 @@ pub fn batched_into(
     alloc: &mut Vec<u64>,
 ) {
     let f0 = fair_share.first().copied().unwrap_or(1);
-    let equal = fair_share.iter().all(|&f| f == f0);
+    if fair_share.iter().any(|&f| f != f0) {
+        *alloc = search(fair_share, capacity, demand);
+        return;
+    }
     let (mut total, mut highest) = (0u128, 0u64);
     for &d in demand {
         total += d as u128;
@@ -101,30 +104,12 @@ pub fn batched_into(
         alloc.extend_from_slice(demand);
         return;
     }
-    if !equal {
-        *alloc = search(fair_share, capacity, demand);
-        return;
-    }
     // S(0) = D >= D - C and S(highest) = 0 < D - C, so the level is below the highest
     // demand (which is >= 1).
     let (level, _) =
         workspace.select.largest_at_least(&Demands(demand), highest - 1, (total - capacity as u128) as i128);
-    let mut left = capacity as u128;
-    alloc.extend(demand.iter().map(|&d| {
-        let cap = d.min(level);
-        left -= cap as u128;
-        cap
-    }));
-    // Fewer than n slices are left; they go to the lowest indices whose cap grows at L + 1.
-    for (a, &d) in alloc.iter_mut().zip(demand) {
-        if left == 0 {
-            break;
-        }
-        if d > level {
-            *a += 1;
-            left -= 1;
-        }
-    }
+    alloc.extend(demand.iter().map(|&d| d.min(level)));
+    hand_out_leftovers(alloc, capacity, |u| demand[u] > level);
 }
 
 /// Water-filling by binary search on the level: O(n log(level range)). [`batched`]
@@ -151,17 +136,24 @@ pub fn search(fair_share: &[u64], capacity: u64, demand: &[u64]) -> Vec<u64> {
         }
     }
     let mut alloc: Vec<u64> = (0..demand.len()).map(|u| caps.cap(u, lo)).collect();
+    hand_out_leftovers(&mut alloc, capacity, |u| caps.cap(u, lo + 1) > caps.cap(u, lo));
+    alloc
+}
+
+/// At the water level `L` (`alloc` holds the caps at `L`, summing to at most `capacity`),
+/// the fewer than n slices left go one each, lowest index first, to the users whose cap
+/// grows at `L + 1`.
+fn hand_out_leftovers(alloc: &mut [u64], capacity: u64, grows: impl Fn(usize) -> bool) {
     let mut left = capacity as u128 - alloc.iter().map(|&a| a as u128).sum::<u128>();
     for (u, a) in alloc.iter_mut().enumerate() {
         if left == 0 {
             break;
         }
-        if caps.cap(u, lo + 1) > *a {
+        if grows(u) {
             *a += 1;
             left -= 1;
         }
     }
-    alloc
 }
 
 #[cfg(test)]

@@ -57,6 +57,17 @@ impl Elements for [(u64, i64)] {
     }
 }
 
+/// One level's input: the caller's elements on the first level, then the scratch copy
+/// of the bin that holds the answer.
+#[inline(always)]
+fn feed<E: Elements + ?Sized>(first: bool, elements: &E, scratch: &[(u64, i64)], visit: impl FnMut(u64, i64)) {
+    if first {
+        elements.visit(visit);
+    } else {
+        scratch.visit(visit);
+    }
+}
+
 /// Histogram and scratch buffers of the selection, kept between quanta.
 #[derive(Clone, Debug, Default)]
 pub struct Selector {
@@ -93,11 +104,7 @@ impl Selector {
             count.fill(0);
             if shift == 0 {
                 // Width 1: bin k holds only z = lo + k, so counts alone give f.
-                if first {
-                    elements.visit(|z, s| count[(z - lo) as usize] += s);
-                } else {
-                    scratch.as_slice().visit(|z, s| count[(z - lo) as usize] += s);
-                }
+                feed(first, elements, &scratch, |z, s| count[(z - lo) as usize] += s);
                 let (mut k_count, mut k_sum) = (above_count, above_sum);
                 let mut k = bins - 1;
                 break loop {
@@ -119,11 +126,7 @@ impl Selector {
                     count[k] += s;
                     sum[k] += s as i128 * z as i128;
                 };
-                if first {
-                    elements.visit(&mut add);
-                } else {
-                    scratch.as_slice().visit(&mut add);
-                }
+                feed(first, elements, &scratch, &mut add);
                 let (mut k_count, mut k_sum) = (above_count, above_sum);
                 let mut k = bins - 1;
                 while k >= 1 {
@@ -153,11 +156,7 @@ impl Selector {
                         next.push((z, s));
                     }
                 };
-                if first {
-                    elements.visit(&mut gather);
-                } else {
-                    scratch.as_slice().visit(&mut gather);
-                }
+                feed(first, elements, &scratch, &mut gather);
                 std::mem::swap(&mut scratch, &mut next);
                 first = false;
                 (lo, hi) = (new_lo, new_hi);
