@@ -175,6 +175,24 @@ impl Allocator {
         self.replace_users(users, credits)
     }
 
+    /// Sets every user's fair and guaranteed shares, `(f, g)` in index order, between
+    /// quanta; names and credits stay. For pools whose shares follow outside weights
+    /// (a user joins with [`PoolChange::Resize`], then the shares are set from the
+    /// weights). Nothing changes on error.
+    pub fn set_shares(&mut self, shares: &[(u64, u64)]) -> Result<()> {
+        if shares.len() != self.config.users.len() {
+            return Err(Error::SharesLength { expected: self.config.users.len(), got: shares.len() });
+        }
+        let users = self
+            .config
+            .users
+            .iter()
+            .zip(shares)
+            .map(|(u, &(fair_share, guaranteed))| UserConfig { fair_share, guaranteed, ..u.clone() })
+            .collect();
+        self.replace_users(users, self.credits.clone())
+    }
+
     /// Validates and installs a new user list; nothing changes on error.
     fn replace_users(&mut self, users: Vec<UserConfig>, credits: Vec<Credits>) -> Result<()> {
         let config = PoolConfig { users };

@@ -31,6 +31,9 @@ pub enum Error {
     /// The demand vector must have one entry per user.
     #[error("demand vector has {got} entries but the pool has {expected} users")]
     DemandLength { expected: usize, got: usize },
+    /// New shares must have one entry per user.
+    #[error("{got} shares given but the pool has {expected} users")]
+    SharesLength { expected: usize, got: usize },
     /// A credit balance would leave the 64-bit fixed-point range. Nothing was changed.
     #[error("credits of user {user} would leave the representable range (64-bit, 16 fractional bits; balance before this quantum: {before})")]
     CreditOverflow { user: usize, before: Credits },

@@ -136,6 +136,33 @@ fn leave_drops_credits_and_keeps_the_others() {
 }
 
 #[test]
+fn weights_divide_by_largest_remainder() {
+    use fairshare::allocator::largest_remainder;
+    assert_eq!(largest_remainder(10, &[1, 1, 1]), [4, 3, 3]);
+    assert_eq!(largest_remainder(10, &[2, 1, 1]), [5, 3, 2]);
+    assert_eq!(largest_remainder(7, &[1, 2]), [2, 5]);
+    assert_eq!(largest_remainder(3, &[0, 0]), [0, 0]);
+    for (s, w) in [(100u64, vec![3u64, 5, 7, 11]), (5, vec![1, 1, 1, 1, 1, 1])] {
+        assert_eq!(largest_remainder(s, &w).iter().sum::<u64>(), s);
+    }
+}
+
+#[test]
+fn set_shares_changes_shares_and_keeps_credits_or_changes_nothing() {
+    let mut pool = paper_pool(Policy::Karma);
+    pool.allocate(&[3, 2, 1]).unwrap(); // credits 5, 6, 7
+    pool.set_shares(&[(1, 0), (2, 1), (3, 1)]).unwrap();
+    assert_eq!(pool.params().fair_share, vec![1, 2, 3]);
+    assert_eq!(pool.params().guaranteed, vec![0, 1, 1]);
+    assert_eq!(pool.params().capacity, 6);
+    assert_eq!(whole(pool.credits()), vec![5, 6, 7]);
+    let before = pool.export_state();
+    assert_eq!(pool.set_shares(&[(1, 0)]), Err(Error::SharesLength { expected: 3, got: 1 }));
+    assert!(matches!(pool.set_shares(&[(1, 0), (0, 0), (3, 1)]), Err(Error::ZeroFairShare { user: 1, .. })));
+    assert_eq!(pool.export_state(), before, "a refused change changes nothing");
+}
+
+#[test]
 fn exported_state_continues_identically_and_survives_json() {
     let cfg = PoolConfig {
         users: vec![

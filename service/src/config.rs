@@ -315,21 +315,28 @@ impl ServeConfig {
         Ok(config)
     }
 
-    /// The fair shares: the pool's slices divided in proportion to the weights by
-    /// largest remainder (each tenant the floor of its quota, the slices left one each to
-    /// the largest remainders, ties to the lower index).
-    pub fn fair_shares(&self) -> Vec<u64> {
-        largest_remainder(self.slices, &self.tenants.iter().map(|t| t.weight).collect::<Vec<_>>())
+    /// Fair and guaranteed shares `(f, floor(alpha f))` of tenants with these weights:
+    /// the pool's slices divided in proportion to the weights by largest remainder (each
+    /// tenant the floor of its quota, the slices left one each to the largest remainders,
+    /// ties to the lower index). The start, join and leave all use it.
+    pub fn shares(&self, weights: &[u64]) -> Vec<(u64, u64)> {
+        largest_remainder(self.slices, weights).into_iter().map(|f| (f, self.alpha.guaranteed(f))).collect()
     }
 
     /// The pool the allocator runs.
     pub fn pool(&self) -> Result<PoolConfig, fairshare::Error> {
         let credits = Credits::from_int(self.initial_credits).unwrap_or_default();
+        let weights: Vec<u64> = self.tenants.iter().map(|t| t.weight).collect();
         let users = self
             .tenants
             .iter()
-            .zip(self.fair_shares())
-            .map(|(t, f)| UserConfig::with_alpha(t.name.clone(), f, self.alpha, credits))
+            .zip(self.shares(&weights))
+            .map(|(t, (fair_share, guaranteed))| UserConfig {
+                name: t.name.clone(),
+                fair_share,
+                guaranteed,
+                initial_credits: credits,
+            })
             .collect();
         let config = PoolConfig { users };
         config.validate()?;
@@ -365,7 +372,7 @@ weight = 1
         let c = ServeConfig::parse("x.toml", EXAMPLE).expect("valid");
         assert_eq!((c.slices, c.slice_bps), (6, 1));
         assert_eq!(c.quantum, Duration::from_millis(100));
-        assert_eq!(c.fair_shares(), [3, 3]);
+        assert_eq!(c.shares(&[1, 1]), [(3, 1), (3, 1)]);
         assert_eq!(c.pool().expect("pool").users[0].guaranteed, 1);
     }
 
@@ -376,16 +383,6 @@ weight = 1
         assert_eq!((c.slices, c.slice_bps), (100, 1_000_000));
         assert_eq!(parse_rate("10gbit"), Ok(10_000_000_000));
         assert_eq!(parse_rate("1.5kbit"), Ok(1_500));
-    }
-
-    #[test]
-    fn weights_divide_by_largest_remainder() {
-        assert_eq!(largest_remainder(10, &[1, 1, 1]), [4, 3, 3]);
-        assert_eq!(largest_remainder(10, &[2, 1, 1]), [5, 3, 2]);
-        assert_eq!(largest_remainder(7, &[1, 2]), [2, 5]);
-        for (s, w) in [(100u64, vec![3u64, 5, 7, 11]), (5, vec![1, 1, 1, 1, 1, 1])] {
-            assert_eq!(largest_remainder(s, &w).iter().sum::<u64>(), s);
-        }
     }
 
     #[test]

@@ -276,7 +276,8 @@ impl LivePool {
     }
 
     /// A tenant joins between quanta (paper section 3.4: it starts with the mean of the
-    /// others' credits); the pool keeps its slices, the fair shares follow the weights.
+    /// others' credits); the pool keeps its slices, and every fair share follows the
+    /// weights as at start ([`ServeConfig::shares`]).
     pub fn join(&mut self, name: &str, weight: u64) -> Result<Snapshot, ServiceError> {
         self.no_htb("join")?;
         if name.is_empty() {
@@ -288,21 +289,23 @@ impl LivePool {
         let mut allocator = self.pool.pool().clone();
         let mut weights = self.weights.clone();
         weights.push(weight);
-        let shares = fairshare::allocator::largest_remainder(self.config.slices, &weights);
-        let share = shares.last().copied().unwrap_or(0).max(1);
-        let user = UserConfig::with_alpha(name, share, self.config.alpha, fairshare::Credits::ZERO);
-        allocator.join(user, PoolChange::KeepPool)?;
+        // Its share for now (the pool grows); then every share from the weights.
+        let user = UserConfig::with_alpha(name, 1, self.config.alpha, fairshare::Credits::ZERO);
+        allocator.join(user, PoolChange::Resize)?;
+        allocator.set_shares(&self.config.shares(&weights))?;
         self.replace(allocator, weights, |v| v.push(0))
     }
 
-    /// A tenant leaves between quanta; its credits are dropped.
+    /// A tenant leaves between quanta; its credits are dropped, and the others' fair
+    /// shares follow their weights over the pool's slices.
     pub fn leave(&mut self, name: &str) -> Result<Snapshot, ServiceError> {
         self.no_htb("leave")?;
         let u = self.index(name)?;
         let mut allocator = self.pool.pool().clone();
-        allocator.leave(name, PoolChange::KeepPool)?;
+        allocator.leave(name, PoolChange::Resize)?;
         let mut weights = self.weights.clone();
         weights.remove(u);
+        allocator.set_shares(&self.config.shares(&weights))?;
         self.metrics.forget(name);
         self.replace(allocator, weights, |v| {
             v.remove(u);
@@ -354,5 +357,34 @@ impl LivePool {
             "missed_ticks": self.metrics.missed_ticks(),
             "durable": self.ledger.is_some(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fair_shares(pool: &LivePool) -> Vec<u64> {
+        pool.pool.pool().params().fair_share.clone()
+    }
+
+    #[test]
+    fn shares_follow_the_weights_after_join_and_leave() {
+        let text = include_str!("../../examples/serve.toml").replace("capacity = 6 ", "capacity = 10 ");
+        let config = ServeConfig::parse("serve.toml", &text).expect("the example parses");
+        let mut pool =
+            LivePool::start(config, Backend::Software, DeviceOptions::new(false, 1_000), None).expect("starts");
+        // Weights 1, 1, 1 over 10 slices: quotas 3.33 each, the extra slice to the first.
+        assert_eq!(fair_shares(&pool), [4, 3, 3]);
+        // With D of weight 2 the quotas are 2, 2, 2, 4: exact.
+        pool.join("D", 2).expect("joins");
+        assert_eq!(fair_shares(&pool), [2, 2, 2, 4]);
+        assert_eq!(pool.pool.pool().params().capacity, 10);
+        // B leaves: 1, 1, 2 over 10 are quotas 2.5, 2.5, 5, the extra slice to A.
+        pool.leave("B").expect("leaves");
+        assert_eq!(fair_shares(&pool), [3, 2, 5]);
+        // A weight whose share would round to 0 is refused, and nothing changes.
+        assert!(pool.join("E", 1_000_000).is_err());
+        assert_eq!(fair_shares(&pool), [3, 2, 5]);
     }
 }
