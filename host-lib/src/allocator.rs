@@ -99,7 +99,8 @@ impl Allocator {
         self.quantum += 1;
     }
 
-    /// Allocations of the last quantum (zeros before the first).
+    /// Allocations of the last quantum (zeros before the first; a user who joined since
+    /// has 0, and a join or leave leaves the others' as they were).
     pub fn allocations(&self) -> &[u64] {
         &self.alloc
     }
@@ -154,7 +155,9 @@ impl Allocator {
         }
         let mut credits = self.credits.clone();
         credits.push(start);
-        self.replace_users(users, credits)?;
+        let mut alloc = self.alloc.clone();
+        alloc.push(0);
+        self.replace_users(users, credits, alloc)?;
         Ok(self.credits.len() - 1)
     }
 
@@ -172,7 +175,9 @@ impl Allocator {
         }
         let mut credits = self.credits.clone();
         credits.remove(index);
-        self.replace_users(users, credits)
+        let mut alloc = self.alloc.clone();
+        alloc.remove(index);
+        self.replace_users(users, credits, alloc)
     }
 
     /// Sets every user's fair and guaranteed shares, `(f, g)` in index order, between
@@ -190,14 +195,15 @@ impl Allocator {
             .zip(shares)
             .map(|(u, &(fair_share, guaranteed))| UserConfig { fair_share, guaranteed, ..u.clone() })
             .collect();
-        self.replace_users(users, self.credits.clone())
+        self.replace_users(users, self.credits.clone(), self.alloc.clone())
     }
 
-    /// Validates and installs a new user list; nothing changes on error.
-    fn replace_users(&mut self, users: Vec<UserConfig>, credits: Vec<Credits>) -> Result<()> {
+    /// Validates and installs a new user list with its credits and last allocations;
+    /// nothing changes on error.
+    fn replace_users(&mut self, users: Vec<UserConfig>, credits: Vec<Credits>, alloc: Vec<u64>) -> Result<()> {
         let config = PoolConfig { users };
         let params = KarmaParams::from_config(&config)?;
-        self.alloc = vec![0; credits.len()];
+        self.alloc = alloc;
         self.config = config;
         self.params = params;
         self.credits = credits;

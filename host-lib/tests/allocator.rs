@@ -90,6 +90,7 @@ fn join_starts_at_floor_of_mean_credits_and_resizes_or_keeps_the_pool() {
     assert_eq!(i, 3);
     assert_eq!(whole(grow.credits()), vec![4, 8, 9, 7]);
     assert_eq!(grow.params().capacity, 8);
+    assert_eq!(grow.allocations(), &[3, 0, 0, 0], "the newcomer has no allocation yet");
     assert_eq!(grow.allocate(&[0, 0, 0, 8]).unwrap(), &[0, 0, 0, 8]);
 
     let mut keep = pool.clone();
@@ -125,6 +126,7 @@ fn leave_drops_credits_and_keeps_the_others() {
     let mut shrink = pool.clone();
     shrink.leave("u1", PoolChange::Resize).unwrap();
     assert_eq!(whole(shrink.credits()), vec![5, 7]);
+    assert_eq!(shrink.allocations(), &[3, 1], "the others keep their last allocations");
     assert_eq!(shrink.users().iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), vec!["u0", "u2"]);
     assert_eq!(shrink.params().capacity, 4);
     let mut keep = pool.clone();

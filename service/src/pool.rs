@@ -2,6 +2,7 @@
 //! the offload backend, the credits committed to the ledger before the allocation is
 //! published, tenants joining and leaving between quanta.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::Instant;
 
@@ -40,19 +41,17 @@ pub struct Snapshot {
     pub tenants: Vec<TenantView>,
 }
 
-/// What the ledger keeps after every change.
+/// What the ledger keeps after every change (borrowed when written, owned when read).
 #[derive(Serialize, Deserialize)]
-struct Checkpoint {
+struct Checkpoint<'a> {
     /// The configuration's slices and policy: a ledger of another pool is refused.
     pool: String,
-    /// The allocator's state (tenants, shares, credits, quanta run).
+    /// The allocator's state (tenants, shares, credits, last allocations, quanta run).
     allocator: AllocatorState,
     /// The declared demands, sticky until changed.
-    demand: Vec<u64>,
+    demand: Cow<'a, [u64]>,
     /// Each tenant's weight.
-    weights: Vec<u64>,
-    /// The last published allocation (slices per tenant).
-    alloc: Vec<u64>,
+    weights: Cow<'a, [u64]>,
 }
 
 /// A demand as posted: in bits per second or in slices.
@@ -72,7 +71,6 @@ pub struct LivePool {
     pool: Offload,
     demand: Vec<u64>,
     weights: Vec<u64>,
-    alloc: Vec<u64>,
     ledger: Option<Ledger>,
     /// The metrics it keeps up to date.
     pub metrics: Metrics,
@@ -98,7 +96,6 @@ impl LivePool {
         let mut allocator = Allocator::new(config.pool()?, config.policy)?;
         let mut demand = vec![0; n];
         let mut weights: Vec<u64> = config.tenants.iter().map(|t| t.weight).collect();
-        let mut alloc = vec![0; n];
         let ledger = match state {
             None => None,
             Some(dir) => {
@@ -119,9 +116,8 @@ impl LivePool {
                         )));
                     }
                     allocator = Allocator::from_state(cp.allocator)?;
-                    demand = cp.demand;
-                    weights = cp.weights;
-                    alloc = cp.alloc;
+                    demand = cp.demand.into_owned();
+                    weights = cp.weights.into_owned();
                 }
                 Some(ledger)
             }
@@ -159,7 +155,6 @@ impl LivePool {
             pool,
             demand,
             weights,
-            alloc,
             ledger,
             metrics,
             htb,
@@ -201,17 +196,16 @@ impl LivePool {
         let start = Instant::now();
         self.measure()?;
         let on_device = self.pool.on_device();
-        let alloc = self.pool.allocate(&self.demand)?.to_vec();
-        self.alloc = alloc;
+        self.pool.allocate(&self.demand)?;
         self.commit()?;
         self.metrics.quantum_done(start.elapsed());
         // Counted when it happens: a pool rebuilt by a join or leave may fall back again.
         if on_device && !self.pool.on_device() {
             self.metrics.fallback();
         }
-        self.publish();
+        let snapshot = self.publish();
         self.enforce()?;
-        Ok(self.snapshot())
+        Ok(snapshot)
     }
 
     /// With measured demand, each tenant's demand from its class's counters.
@@ -223,8 +217,9 @@ impl LivePool {
         let now = htb.counters()?;
         let secs = self.config.quantum.as_secs_f64();
         for (u, (before, after)) in last.iter().zip(&now).enumerate() {
+            let alloc = self.pool.pool().allocations()[u];
             self.demand[u] =
-                self.estimator.demand(*before, *after, self.alloc[u], secs, self.config.slice_bps, self.config.slices);
+                self.estimator.demand(*before, *after, alloc, secs, self.config.slice_bps, self.config.slices);
         }
         *last = now;
         Ok(())
@@ -233,7 +228,8 @@ impl LivePool {
     /// With HTB, the allocation as class rates, in one batch.
     fn enforce(&self) -> Result<(), ServiceError> {
         let Some((htb, _)) = &self.htb else { return Ok(()) };
-        let rates: Vec<u64> = self.alloc.iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
+        let alloc = self.pool.pool().allocations();
+        let rates: Vec<u64> = alloc.iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
         htb.apply(&rates)
     }
 
@@ -242,9 +238,8 @@ impl LivePool {
         let cp = Checkpoint {
             pool: pool_id(&self.config),
             allocator: self.pool.pool().export_state(),
-            demand: self.demand.clone(),
-            weights: self.weights.clone(),
-            alloc: self.alloc.clone(),
+            demand: Cow::Borrowed(&self.demand),
+            weights: Cow::Borrowed(&self.weights),
         };
         let bytes = serde_json::to_vec(&cp).map_err(|e| ServiceError::Config(e.to_string()))?;
         ledger.commit(&bytes)?;
@@ -258,21 +253,24 @@ impl LivePool {
         let tenants = a
             .users()
             .iter()
+            .zip(a.allocations())
             .enumerate()
-            .map(|(u, user)| TenantView {
+            .map(|(u, (user, &alloc))| TenantView {
                 name: user.name.clone(),
                 demand_slices: self.demand[u],
-                alloc_slices: self.alloc[u],
-                rate_bps: self.alloc[u].saturating_mul(self.config.slice_bps),
+                alloc_slices: alloc,
+                rate_bps: alloc.saturating_mul(self.config.slice_bps),
                 credits: karma.then(|| a.credits()[u].to_string()),
             })
             .collect();
         Snapshot { quantum: a.quantum(), tenants }
     }
 
-    fn publish(&mut self) {
+    /// Publishes the allocation to the metrics and returns it.
+    fn publish(&mut self) -> Snapshot {
         let snapshot = self.snapshot();
         self.metrics.publish(&snapshot, self.pool.pool().credits());
+        snapshot
     }
 
     /// A tenant joins between quanta (paper section 3.4: it starts with the mean of the
@@ -337,10 +335,8 @@ impl LivePool {
         }
         self.weights = weights;
         edit(&mut self.demand);
-        edit(&mut self.alloc);
         self.commit()?;
-        self.publish();
-        Ok(self.snapshot())
+        Ok(self.publish())
     }
 
     /// The backend and whether the pool is on its device, as `/v1/status` shows.
