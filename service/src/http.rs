@@ -16,6 +16,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use fairshare_backends::{Backend, DeviceOptions};
+
+use crate::metrics::Metrics;
 use serde_json::{json, Value};
 
 use crate::config::ServeConfig;
@@ -79,6 +81,9 @@ pub struct ServeOptions {
 
 struct Shared {
     pool: Mutex<LivePool>,
+    /// The pool's metrics, outside its lock: atomic, and a scrape must not wait for a
+    /// quantum on a slow device.
+    metrics: Arc<Metrics>,
     clock: Clock,
 }
 
@@ -179,7 +184,7 @@ async fn status(State(s): State<AppState>) -> Json<Value> {
 }
 
 async fn metrics(State(s): State<AppState>) -> Response {
-    let text = lock(&s).metrics.encode();
+    let text = s.metrics.encode();
     ([("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
 }
 
@@ -209,7 +214,7 @@ async fn tick(state: AppState, period: Duration) {
         if let Some(prev) = last {
             let late = now.duration_since(prev).as_nanos() / period.as_nanos().max(1);
             if late > 1 {
-                lock(&state).metrics.missed(u64::try_from(late - 1).unwrap_or(u64::MAX));
+                state.metrics.missed(u64::try_from(late - 1).unwrap_or(u64::MAX));
             }
         }
         last = Some(now);
@@ -228,7 +233,8 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
     let config = ServeConfig::load(&options.config)?;
     let period = config.quantum;
     let pool = LivePool::start(config, options.backend, options.device, options.state.as_deref())?;
-    let state = Arc::new(Shared { pool: Mutex::new(pool), clock: options.clock });
+    let metrics = Arc::clone(&pool.metrics);
+    let state = Arc::new(Shared { pool: Mutex::new(pool), metrics, clock: options.clock });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -38,36 +38,29 @@ pub struct Metrics {
 impl Metrics {
     /// The metrics of a pool on `backend`.
     pub fn new(backend: &str) -> Self {
-        let mut registry = Registry::default();
-        let m = Metrics {
-            demand: Family::default(),
-            allocation: Family::default(),
-            rate: Family::default(),
-            credits: Family::default(),
-            quanta: Counter::default(),
-            duration: Histogram::new(exponential_buckets(1e-6, 4.0, 12)),
-            fallbacks: Counter::default(),
-            missed: Counter::default(),
-            registry: Registry::default(),
-        };
-        registry.register(
-            "fairshare_tenant_demand_slices",
-            "Demand of the tenant in the last quantum",
-            m.demand.clone(),
+        let (demand, allocation, rate, credits) = (
+            Family::default(),
+            Family::default(),
+            Family::default(),
+            Family::<TenantLabel, Gauge<f64, AtomicU64>>::default(),
         );
-        registry.register("fairshare_tenant_allocation_slices", "Slices allocated to the tenant", m.allocation.clone());
-        registry.register("fairshare_tenant_rate_bps", "Rate allocated to the tenant, bits per second", m.rate.clone());
-        registry.register("fairshare_tenant_credits", "Karma credits of the tenant", m.credits.clone());
-        registry.register("fairshare_quanta", "Quanta run", m.quanta.clone());
-        registry.register("fairshare_quantum_duration_seconds", "Time to run one quantum", m.duration.clone());
-        registry.register("fairshare_backend_fallbacks", "Switches from the device to software", m.fallbacks.clone());
-        registry.register("fairshare_missed_ticks", "Clock ticks skipped because a quantum overran", m.missed.clone());
+        let (quanta, fallbacks, missed) = (Counter::default(), Counter::default(), Counter::default());
+        let duration = Histogram::new(exponential_buckets(1e-6, 4.0, 12));
+        let mut registry = Registry::default();
+        registry.register("fairshare_tenant_demand_slices", "Demand of the tenant in the last quantum", demand.clone());
+        registry.register("fairshare_tenant_allocation_slices", "Slices allocated to the tenant", allocation.clone());
+        registry.register("fairshare_tenant_rate_bps", "Rate allocated to the tenant, bits per second", rate.clone());
+        registry.register("fairshare_tenant_credits", "Karma credits of the tenant", credits.clone());
+        registry.register("fairshare_quanta", "Quanta run", quanta.clone());
+        registry.register("fairshare_quantum_duration_seconds", "Time to run one quantum", duration.clone());
+        registry.register("fairshare_backend_fallbacks", "Switches from the device to software", fallbacks.clone());
+        registry.register("fairshare_missed_ticks", "Clock ticks skipped because a quantum overran", missed.clone());
         registry.register(
             "fairshare_backend",
             "The backend the pool was started on",
             Info::new(vec![("backend", backend.to_string())]),
         );
-        Metrics { registry, ..m }
+        Metrics { registry, demand, allocation, rate, credits, quanta, duration, fallbacks, missed }
     }
 
     /// A quantum ran and took `took`.

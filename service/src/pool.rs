@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use fairshare::offload::Offload;
@@ -72,8 +73,8 @@ pub struct LivePool {
     demand: Vec<u64>,
     weights: Vec<u64>,
     ledger: Option<Ledger>,
-    /// The metrics it keeps up to date.
-    pub metrics: Metrics,
+    /// The metrics it keeps up to date (shared: a scrape does not wait for a quantum).
+    pub metrics: Arc<Metrics>,
     /// The HTB tree it enforces with, and the classes' counters at the last quantum.
     htb: Option<(Htb, Vec<Counters>)>,
     estimator: Estimator,
@@ -123,7 +124,7 @@ impl LivePool {
             }
         };
         let pool = backend.pool_from(allocator, options)?;
-        let metrics = Metrics::new(pool.label());
+        let metrics = Arc::new(Metrics::new(pool.label()));
         // A device refused at start (it does not fit, or its credits did not read back).
         if pool.fallback().is_some() {
             metrics.fallback();
