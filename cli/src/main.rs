@@ -3,7 +3,10 @@
 //! `fairshare demo` runs the built-in comparison, `fairshare compare` writes the
 //! evaluation report, `fairshare replay` runs a demand
 //! trace through a policy, `fairshare selftest` checks a backend against golden
-//! vectors, `fairshare multi` runs a multi-resource policy on an instance. Exit status: 0 success, 1 selftest mismatch, 2 bad input or an unreachable backend (the message
+//! vectors, `fairshare multi` runs a multi-resource policy on an instance, `fairshare
+//! serve` runs a pool live, `fairshare device-sim` serves an emulated device,
+//! `fairshare hdl` exports and simulates the engine, `fairshare bench` times the
+//! software. Exit status: 0 success, 1 selftest mismatch, 2 bad input or an unreachable backend (the message
 //! names the file, line, field and value; no partial output file is left behind), 3 a selftest in which
 //! every case was skipped (nothing was tested).
 

@@ -10,9 +10,9 @@
 //! next; ticks missed while one overran are counted, not queued.
 //!
 //! Modules: [`config`] (the TOML file), [`pool`] (the live pool), [`metrics`],
-//! [`http`] (the API and the clock). It depends on the core library, the backends and
-//! the ledger; never on the CLI. Enforcement with Linux HTB and measured demands are
-//! not in this build yet (docs/serve.md).
+//! [`http`] (the API and the clock), [`htb`] (enforcement as Linux HTB class rates, and
+//! demands measured from the classes' counters). It depends on the core library, the
+//! backends and the ledger; never on the CLI.
 
 pub mod config;
 pub mod htb;
