@@ -11,6 +11,7 @@ use fairshare::{AllocatorState, Credits, Policy, PoolConfig};
 use fairshare_ledger::Ledger;
 use fairshare_sim::Recorder;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -43,9 +44,9 @@ pub struct ReplayRequest<'a> {
 /// What the ledger holds after each quantum: everything a resumed run needs to continue
 /// as if it had never stopped.
 #[derive(Serialize, Deserialize)]
-struct Checkpoint {
+struct Checkpoint<'a> {
     /// Which run this is (trace, users, policy, flags): a ledger of another run is refused.
-    run: String,
+    run: Cow<'a, str>,
     /// Quanta done.
     quanta: usize,
     /// Bytes of `rows.csv` written by those quanta.
@@ -53,7 +54,7 @@ struct Checkpoint {
     /// The pool's state (credits).
     pool: AllocatorState,
     /// The summary so far.
-    recorder: Recorder,
+    recorder: Cow<'a, Recorder>,
 }
 
 /// A fingerprint of the inputs that decide the rows: the trace's and users file's bytes
@@ -124,7 +125,7 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
                     )));
                 }
                 allocator = fairshare::Allocator::from_state(cp.pool)?;
-                recorder = cp.recorder;
+                recorder = cp.recorder.into_owned();
                 done = cp.quanta;
                 len = cp.rows_len;
             }
@@ -161,6 +162,9 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     let mut pool = req.backend.pool_from(allocator, req.device)?;
     let mut reader = QuantumReader::open(req.trace, &names)?;
     let (mut demand, mut present) = (vec![0u64; n], vec![false; n]);
+    // Rows nobody reads (--json without --out, no ledger) are not formatted.
+    let skip_rows = matches!(rows, Rows::Direct(_)) && req.json && req.out.is_none();
+    let mut before: Vec<Credits> = Vec::with_capacity(n);
     let bar = progress(trace.quanta, "replay");
     let mut q = 0;
     while let Some(label) = reader.next(&mut demand, &mut present)? {
@@ -168,12 +172,15 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
         if q <= done {
             continue;
         }
-        let before: Vec<Credits> = pool.pool().credits().to_vec();
+        if !req.dense {
+            before.clear();
+            before.extend_from_slice(pool.pool().credits());
+        }
         pool.allocate(&demand).map_err(|e| quantum_error(&trace, label, &names, e))?;
         let (alloc, after) = (pool.pool().allocations(), pool.pool().credits());
         recorder.record(&demand, alloc);
         let label = label.to_string();
-        for u in 0..n {
+        for u in (0..n).filter(|_| !skip_rows) {
             if !(req.dense || present[u] || alloc[u] > 0 || before[u] != after[u]) {
                 continue;
             }
@@ -190,11 +197,11 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             csv.get_ref().sync_data().map_err(io)?;
             *len = (&mut csv.get_ref()).stream_position().map_err(io)?;
             let cp = Checkpoint {
-                run: run.clone(),
+                run: Cow::Borrowed(run),
                 quanta: q,
                 rows_len: *len,
                 pool: pool.pool().export_state(),
-                recorder: recorder.clone(),
+                recorder: Cow::Borrowed(&recorder),
             };
             ledger.commit(&serde_json::to_vec(&cp).map_err(|e| CliError::Io(e.to_string()))?)?;
         }
