@@ -7,6 +7,7 @@
 use fairshare::{Alpha, Credits, PoolConfig, UserConfig};
 use std::collections::HashMap;
 use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 
 /// A problem with what the user gave us. Exit status 2.
@@ -39,6 +40,9 @@ pub struct TraceIndex {
     pub first_line: Vec<u64>,
     /// Quanta in the trace.
     pub quanta: usize,
+    /// The file's length and CRC-32, `LENGTH:CRC32` (what `replay --state` recognises a
+    /// trace by).
+    pub digest: String,
 }
 
 /// How the pool is configured: the same share for every user of the trace, or a file.
@@ -50,15 +54,49 @@ pub enum UserSource<'a> {
     File(&'a Path),
 }
 
-fn open(path: &Path) -> Result<csv::Reader<File>, InputError> {
+fn open(path: &Path) -> Result<csv::Reader<Digesting>, InputError> {
     let file =
         File::open(path).map_err(|e| InputError::File { file: path.display().to_string(), message: e.to_string() })?;
+    let file = Digesting { file, hasher: crc32fast::Hasher::new(), len: 0 };
     Ok(csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(file))
+}
+
+/// A file read through a CRC-32 of its bytes, so that the pass that checks a trace also
+/// fingerprints it (for `replay --state`) instead of reading it once more.
+pub struct Digesting {
+    file: File,
+    hasher: crc32fast::Hasher,
+    len: u64,
+}
+
+impl Read for Digesting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+}
+
+/// `LENGTH:CRC32` of a whole file (as [`TraceIndex::digest`]).
+pub fn digest_file(path: &Path) -> Result<String, InputError> {
+    let io = |e: std::io::Error| InputError::File { file: path.display().to_string(), message: e.to_string() };
+    let file = File::open(path).map_err(io)?;
+    let mut reader = Digesting { file, hasher: crc32fast::Hasher::new(), len: 0 };
+    std::io::copy(&mut reader, &mut std::io::sink()).map_err(io)?;
+    Ok(reader.digest())
+}
+
+impl Digesting {
+    /// `LENGTH:CRC32` of the bytes read so far.
+    fn digest(&self) -> String {
+        format!("{}:{:08x}", self.len, self.hasher.clone().finalize())
+    }
 }
 
 /// Checks that the header has exactly the expected columns, and returns their positions.
 fn columns<const N: usize>(
-    reader: &mut csv::Reader<File>,
+    reader: &mut csv::Reader<Digesting>,
     file: &str,
     expected: [&str; N],
 ) -> Result<[usize; N], InputError> {
@@ -129,7 +167,7 @@ struct TraceLine {
 /// The lines of a trace, each checked on its own (fields, numbers).
 struct TraceLines {
     file: String,
-    records: csv::StringRecordsIntoIter<File>,
+    records: csv::StringRecordsIntoIter<Digesting>,
     columns: [usize; 3],
 }
 
@@ -168,7 +206,8 @@ impl TraceLines {
 pub fn scan_trace(path: &Path) -> Result<TraceIndex, InputError> {
     let mut lines = TraceLines::open(path)?;
     let file = lines.file.clone();
-    let mut trace = TraceIndex { file: file.clone(), users: Vec::new(), first_line: Vec::new(), quanta: 0 };
+    let mut trace =
+        TraceIndex { file: file.clone(), users: Vec::new(), first_line: Vec::new(), quanta: 0, digest: String::new() };
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut seen_in_quantum: HashMap<usize, u64> = HashMap::new(); // user -> line
     let mut last: Option<u64> = None;
@@ -209,6 +248,7 @@ pub fn scan_trace(path: &Path) -> Result<TraceIndex, InputError> {
     if trace.quanta == 0 {
         return Err(InputError::File { file, message: "the trace has a header but no demands".into() });
     }
+    trace.digest = lines.records.reader().get_ref().digest();
     Ok(trace)
 }
 

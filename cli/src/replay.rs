@@ -4,7 +4,7 @@
 //! durable ledger before its rows count as written, and a rerun resumes after the last
 //! committed quantum (docs/reliability.md).
 
-use crate::input::{pool_for, scan_trace, QuantumReader, TraceIndex, UserSource};
+use crate::input::{digest_file, pool_for, scan_trace, QuantumReader, TraceIndex, UserSource};
 use crate::output::{progress, ratio, Output};
 use crate::CliError;
 use fairshare::{AllocatorState, Credits, Policy, PoolConfig};
@@ -13,7 +13,7 @@ use fairshare_sim::Recorder;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// What `replay` needs.
@@ -58,27 +58,14 @@ struct Checkpoint<'a> {
 }
 
 /// A fingerprint of the inputs that decide the rows: the trace's and users file's bytes
-/// (CRC-32 and length), the pool and the policy.
-fn run_id(req: &ReplayRequest, config: &PoolConfig) -> Result<String, CliError> {
-    let digest = |path: &Path| -> Result<String, CliError> {
-        let mut file = File::open(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
-        let (mut hasher, mut len, mut buf) = (crc32fast::Hasher::new(), 0u64, vec![0; 1 << 16]);
-        loop {
-            let n = file.read(&mut buf).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            len += n as u64;
-        }
-        Ok(format!("{len}:{:08x}", hasher.finalize()))
-    };
+/// (length and CRC-32; the trace's taken while it was checked), the pool and the policy.
+fn run_id(req: &ReplayRequest, trace: &TraceIndex, config: &PoolConfig) -> Result<String, CliError> {
     let users = match req.users {
-        UserSource::File(p) => digest(p)?,
+        UserSource::File(p) => digest_file(p)?,
         UserSource::Uniform { .. } => "-".into(),
     };
     let pool = serde_json::to_vec(config).map_err(|e| CliError::Io(e.to_string()))?;
-    Ok(format!("trace {} users {users} policy {} pool {:08x}", digest(req.trace)?, req.policy, crc32fast::hash(&pool)))
+    Ok(format!("trace {} users {users} policy {} pool {:08x}", trace.digest, req.policy, crc32fast::hash(&pool)))
 }
 
 /// Where the rows go while the run is on: straight to the output, or (with a ledger) to
@@ -109,7 +96,7 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
     let mut rows = match req.state {
         None => Rows::Direct(csv::Writer::from_writer(out.take().unwrap_or_else(Output::discard))),
         Some(dir) => {
-            let run = run_id(req, &config)?;
+            let run = run_id(req, &trace, &config)?;
             let (ledger, latest) = Ledger::open(dir)?;
             let path = dir.join("rows.csv");
             let mut len = 0;
