@@ -73,11 +73,11 @@ pub struct LogLogChart {
     pub series: Vec<Series>,
 }
 
-/// Pixel size of the chart.
-const SIZE: (u32, u32) = (960, 600);
-
 /// A chart drawn once per plotters backend: SVG (text kept as text) and PNG.
 pub trait Chart {
+    /// Pixel size of the chart.
+    const SIZE: (u32, u32) = (960, 600);
+
     /// Draws the chart on `root`; plotters' message on failure.
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 
@@ -86,12 +86,40 @@ pub trait Chart {
         crate::font::register()?;
         let svg = dir.join(format!("{stem}.svg"));
         let png = dir.join(format!("{stem}.png"));
-        self.draw(&SVGBackend::new(&svg, SIZE).into_drawing_area())
+        self.draw(&SVGBackend::new(&svg, Self::SIZE).into_drawing_area())
             .map_err(|message| ReportError::Plot { path: svg.clone(), message })?;
-        self.draw(&BitMapBackend::new(&png, SIZE).into_drawing_area())
+        self.draw(&BitMapBackend::new(&png, Self::SIZE).into_drawing_area())
             .map_err(|message| ReportError::Plot { path: png.clone(), message })?;
         Ok([svg, png])
     }
+}
+
+/// Draws the legend of `chart`'s labelled series at `position`, on a white box.
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// Every series with its legend entry, the legend at `position`, and the page shown.
+fn series_and_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate<From = (f64, f64)>>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &mut ChartContext<'a, DB, CT>,
+    series: &[Series],
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    for s in series {
+        draw_series(chart, s)?;
+    }
+    legend(chart, position)?;
+    root.present().map_err(|e| e.to_string())
 }
 
 impl Chart for LogLogChart {
@@ -113,17 +141,7 @@ impl Chart for LogLogChart {
             .y_label_formatter(&|y| format!("{y}"))
             .draw()
             .map_err(err)?;
-        for s in &self.series {
-            draw_series(&mut chart, s)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)
+        series_and_legend(root, &mut chart, &self.series, SeriesLabelPosition::UpperLeft)
     }
 }
 
@@ -152,17 +170,7 @@ impl Chart for TimeChart {
             .build_cartesian_2d(self.x.1.clone(), self.y.1.clone())
             .map_err(err)?;
         chart.configure_mesh().x_desc(&self.x.0).y_desc(&self.y.0).draw().map_err(err)?;
-        for s in &self.series {
-            draw_series(&mut chart, s)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)
+        series_and_legend(root, &mut chart, &self.series, SeriesLabelPosition::UpperRight)
     }
 }
 

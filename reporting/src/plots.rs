@@ -8,10 +8,8 @@ use fairshare_sim::workload::{bursty_kind_name, Workload};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::chart::{legend, Chart};
 use crate::ReportError;
-
-/// Pixel size of every plot.
-const SIZE: (u32, u32) = (960, 540);
 
 fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
@@ -114,16 +112,19 @@ impl Plot {
     }
 }
 
+/// One plot of one comparison, drawn through [`Chart`] like every chart.
+struct PlotOf<'a>(Plot, &'a Comparison);
+
+impl Chart for PlotOf<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        self.0.draw(root, self.1)
+    }
+}
+
 /// Draws every plot into `dir` as `NAME.svg` and `NAME.png`.
 pub fn write_all(dir: &Path, c: &Comparison) -> Result<(), ReportError> {
-    crate::font::register()?;
     for plot in Plot::ALL {
-        let svg = dir.join(format!("{}.svg", plot.name()));
-        plot.draw(&SVGBackend::new(&svg, SIZE).into_drawing_area(), c)
-            .map_err(|message| ReportError::Plot { path: svg.clone(), message })?;
-        let png = dir.join(format!("{}.png", plot.name()));
-        plot.draw(&BitMapBackend::new(&png, SIZE).into_drawing_area(), c)
-            .map_err(|message| ReportError::Plot { path: png.clone(), message })?;
+        PlotOf(plot, c).write(dir, plot.name())?;
     }
     Ok(())
 }
@@ -196,7 +197,7 @@ fn fairness_alpha<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Compari
             .label(r.policy)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(err)
+    legend(&mut chart, SeriesLabelPosition::MiddleMiddle)
 }
 
 fn welfare_cdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Comparison) -> Result<(), String> {
@@ -229,13 +230,7 @@ fn welfare_cdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Comparison
             .label(label(run))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 fn conformance<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Comparison) -> Result<(), String> {
@@ -282,11 +277,5 @@ fn conformance<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Comparison
             .label(legend)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], fill));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
