@@ -24,16 +24,23 @@ impl Drop for Server {
     }
 }
 
-fn serve(config: &Path, extra: &[&str]) -> Server {
+/// `fairshare ARGS` with its first line on stdout (it says the command is ready).
+fn spawn_until_first_line(args: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fairshare"))
-        .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
-        .args(extra)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    (child, line)
+}
+
+fn serve(config: &Path, extra: &[&str]) -> Server {
+    let mut args = vec!["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let (child, line) = spawn_until_first_line(&args);
     let addr = line.trim().rsplit("http://").next().unwrap().to_string();
     assert!(addr.contains(':'), "no address in {line:?}");
     Server { child, addr }
@@ -254,14 +261,8 @@ fn kill_9_at_20_points_resumes_exactly() {
 
 /// `fairshare device-sim` on `shm` with `faults`; killed when dropped.
 fn device_sim(shm: &Path, faults: &str) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fairshare"))
-        .args(["device-sim", "--shm", shm.to_str().unwrap(), "--fault", faults, "--late-ms", "600"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let (child, line) =
+        spawn_until_first_line(&["device-sim", "--shm", shm.to_str().unwrap(), "--fault", faults, "--late-ms", "600"]);
     assert_eq!(line.trim(), "ready");
     Server { child, addr: String::new() }
 }
