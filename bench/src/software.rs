@@ -84,9 +84,10 @@ impl FromStr for BenchWorkload {
     }
 }
 
-/// What one run measured.
-#[derive(Clone, Debug, Serialize)]
-pub struct SoftwareReport {
+/// What to measure: a pool of `users` equal shares running `policy` with
+/// `implementation` on `workload` (seeded), `quanta` timed quanta.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SoftwareRun {
     /// Users in the pool.
     pub users: usize,
     /// Timed quanta.
@@ -94,9 +95,19 @@ pub struct SoftwareReport {
     /// The policy.
     pub policy: Policy,
     /// The software implementation.
-    pub implementation: &'static str,
+    pub implementation: Implementation,
     /// The workload.
     pub workload: BenchWorkload,
+    /// The workload's seed.
+    pub seed: u64,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct SoftwareReport {
+    /// What ran.
+    #[serde(flatten)]
+    pub run: SoftwareRun,
     /// Median wall time of one quantum, in nanoseconds.
     pub median_ns: f64,
     /// 99th percentile (nearest rank) of one quantum's time, in nanoseconds.
@@ -110,14 +121,8 @@ pub struct SoftwareReport {
 /// # Errors
 ///
 /// An invalid pool (no users, or too large for the credit range) or a failed quantum.
-pub fn measure(
-    users: usize,
-    quanta: usize,
-    policy: Policy,
-    implementation: Implementation,
-    workload: BenchWorkload,
-    seed: u64,
-) -> Result<SoftwareReport, fairshare::Error> {
+pub fn measure(run: SoftwareRun) -> Result<SoftwareReport, fairshare::Error> {
+    let SoftwareRun { users, quanta, policy, implementation, workload, seed } = run;
     let config = PoolConfig::equal(users, workload.fair_share(), Alpha::new(1, 2)?, crate::INITIAL_CREDITS)?;
     let mut pool = Allocator::new(config, policy)?.with_implementation(implementation);
     let quanta = quanta.max(1);
@@ -136,16 +141,7 @@ pub fn measure(
     times.sort_by(f64::total_cmp);
     let median_ns = times[times.len() / 2];
     let p99_ns = times[(times.len() * 99).div_ceil(100).saturating_sub(1)];
-    Ok(SoftwareReport {
-        users,
-        quanta,
-        policy,
-        implementation: implementation.name(),
-        workload,
-        median_ns,
-        p99_ns,
-        ns_per_user: median_ns / users as f64,
-    })
+    Ok(SoftwareReport { run, median_ns, p99_ns, ns_per_user: median_ns / users as f64 })
 }
 
 #[cfg(test)]
@@ -164,9 +160,19 @@ mod tests {
 
     #[test]
     fn a_run_times_every_quantum() {
-        let r = measure(50, 30, Policy::Karma, Implementation::Batched, BenchWorkload::Bursty, 1).unwrap();
-        assert_eq!((r.users, r.quanta, r.implementation), (50, 30, "batched"));
+        let run = SoftwareRun {
+            users: 50,
+            quanta: 30,
+            policy: Policy::Karma,
+            implementation: Implementation::Batched,
+            workload: BenchWorkload::Bursty,
+            seed: 1,
+        };
+        let r = measure(run).unwrap();
+        assert_eq!((r.run.users, r.run.quanta), (50, 30));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!((json["implementation"].as_str(), json["users"].as_u64()), (Some("batched"), Some(50)));
         assert!(r.median_ns > 0.0 && r.p99_ns >= r.median_ns);
-        assert!(measure(0, 1, Policy::Karma, Implementation::Batched, BenchWorkload::Bursty, 1).is_err());
+        assert!(measure(SoftwareRun { users: 0, ..run }).is_err());
     }
 }

@@ -559,7 +559,10 @@ fn main() -> ExitCode {
         }
         Command::Bench {
             command: BenchCommand::Software { users, quanta, policy, implementation, workload, seed, json },
-        } => bench::software(users, quanta, policy, implementation, workload, seed, json).map(|_| ExitCode::SUCCESS),
+        } => {
+            let run = fairshare_bench::software::SoftwareRun { users, quanta, policy, implementation, workload, seed };
+            bench::software(run, json).map(|_| ExitCode::SUCCESS)
+        }
         Command::Hdl { command: HdlCommand::Regs } => {
             hdl::regs();
             Ok(ExitCode::SUCCESS)

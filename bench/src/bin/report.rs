@@ -101,7 +101,8 @@ fn before_after() -> Result<Vec<BeforeAfter>, String> {
             eprintln!("report: before/after, {workload}, n = {n}");
             let quanta = if n >= 100_000 { 30 } else { 200 };
             let run = |policy, imp| {
-                sw_bench::measure(n, quanta, policy, imp, workload, 42).map(|r| r.median_ns).map_err(|e| e.to_string())
+                let run = sw_bench::SoftwareRun { users: n, quanta, policy, implementation: imp, workload, seed: 42 };
+                sw_bench::measure(run).map(|r| r.median_ns).map_err(|e| e.to_string())
             };
             out.push(BeforeAfter {
                 workload,
