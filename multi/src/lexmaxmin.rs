@@ -337,17 +337,23 @@ pub enum Baseline {
     Cdrf,
 }
 
+impl Baseline {
+    /// The scale `w_n` of each user's level on the instance.
+    pub fn scale(self, inst: &Instance) -> Vec<f64> {
+        (0..inst.n_users())
+            .map(|n| {
+                let phi = inst.weight[n];
+                match self {
+                    Baseline::CDrfh => phi / inst.task_share(n),
+                    Baseline::Tsf => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, false)).sum::<f64>(),
+                    Baseline::Cdrf => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, true)).sum::<f64>(),
+                }
+            })
+            .collect()
+    }
+}
+
 /// Runs a baseline on the instance (placement constraints and task limits honoured).
 pub fn baseline(inst: &Instance, which: Baseline) -> Result<Allocation, MultiError> {
-    let scale = (0..inst.n_users())
-        .map(|n| {
-            let phi = inst.weight[n];
-            match which {
-                Baseline::CDrfh => phi / inst.task_share(n),
-                Baseline::Tsf => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, false)).sum::<f64>(),
-                Baseline::Cdrf => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, true)).sum::<f64>(),
-            }
-        })
-        .collect();
-    Filling::new(inst, scale).solve()
+    Filling::new(inst, which.scale(inst)).solve()
 }
