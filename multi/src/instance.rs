@@ -382,9 +382,12 @@ impl Instance {
         Ok(instance)
     }
 
-    /// The ratios of the module doc: per resource, the amounts (capacities and demands)
-    /// within [`AMOUNT_SPREAD`] of each other and no demand above [`TASK_SIZE`] times the
-    /// largest capacity; weights and entitlements (as given) within [`WEIGHT_SPREAD`].
+    /// The ratios of the module doc: per resource, the positive capacities within
+    /// [`CAPACITY_SPREAD`] of each other and the positive demands within
+    /// [`DEMAND_SPREAD`], no capacity above [`TASKS_PER_SERVER`] times the smallest
+    /// demand and no demand above [`TASK_SIZE`] times the smallest capacity; weights and
+    /// entitlements (as given) within [`WEIGHT_SPREAD`], the users' weighted sizes within
+    /// [`USER_SPREAD`].
     fn check_ratios(&self) -> Result<(), MultiError> {
         for (r, resource) in self.resources.iter().enumerate() {
             let capacities = || self.servers.iter().zip(&self.capacity).map(|(s, c)| (format!("server {s:?}"), c[r]));

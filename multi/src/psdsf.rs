@@ -30,7 +30,7 @@ pub const SWEEP_TOL: f64 = 1e-12;
 
 /// Sweeps at each step size before [`Servers::converge`] halves the step. The spec saw
 /// at most 1,278 undamped sweeps at 1e-12; our property tests found instances where the
-/// undamped procedure cycles with period 2 forever (`multi_vectors.rs`,
+/// undamped procedure cycles with period 2 forever (`multi/tests/vectors.rs`,
 /// `undamped_server_procedure_can_cycle`), which a step of 1/2 resolves.
 pub const SWEEPS_PER_STEP: usize = 5_000;
 
