@@ -60,8 +60,9 @@
 //! level. What they do not buy: on random instances drawn at the bounds, the LP-based
 //! policies stop with a solver error on about 1 in 3,000, and about 2% of their answers
 //! are off by more than 1e-3 relative from the exact one (measured against DRF's closed
-//! form on one pooled server, 94% agree to 1e-6); with data of a few units they agree to
-//! 1e-6.
+//! form on one pooled server, 94% agree to 1e-6); on the instances of `item6_ranges.rs`
+//! (several servers, placement constraints) solver errors are more frequent (12 of
+//! 1,000 instances in one fixed-seed run); with data of a few units they agree to 1e-6.
 
 use serde::Deserialize;
 
