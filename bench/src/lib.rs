@@ -3,9 +3,12 @@
 //! This crate owns the performance measurements: criterion benchmarks (`benches/`) of
 //! the software policies (Karma's literal oracle against its batched threshold search,
 //! batched Karma and max-min up to millions of users) and one quantum's round trip
-//! through the emulated device next to the software on the same instance; the library
-//! part only holds the helpers the benches share, so that every bench measures the
-//! same realistic instances.
+//! through the emulated device next to the software on the same instance; and the
+//! `multi_scale` binary (`cargo run --release -p fairshare-bench --bin multi_scale`),
+//! which times the multi-resource policies from 100 to 10,000 users and writes
+//! `bench/MULTI_SCALE.md`. The library part only holds the helpers the benches share
+//! ([`multi_instance`] for `multi_scale`), so that every bench measures the same
+//! realistic instances.
 
 pub mod multi_instance;
 

@@ -18,43 +18,16 @@
 //!   three racks (drawn at random); the others may run anywhere.
 //!
 //! The same `(users, servers, resources, seed)` always gives the same instance (a
-//! SplitMix64 stream, no external random number crate), and every instance passes
-//! [`Instance::new`]'s range checks (the amounts are a few units each).
+//! [`ChaCha8Rng`] seeded from `seed`, as the workload generators of `fairshare-sim`), and
+//! every instance passes [`Instance::new`]'s range checks (the amounts are a few units each).
 
 use fairshare_multi::instance::{InstanceSpec, ServerSpec, UserSpec};
 use fairshare_multi::Instance;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// Servers per rack; placement constraints name whole racks.
 pub const RACK: usize = 10;
-
-/// A small deterministic random number stream (SplitMix64).
-#[derive(Debug, Clone)]
-struct Stream(u64);
-
-impl Stream {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `[lo, hi)`.
-    fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-
-    /// Uniform integer in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (self.unit() * n as f64) as usize % n.max(1)
-    }
-}
 
 /// Base capacity of a small server per resource (CPUs, GB, Gb/s, then 100 units).
 fn base_capacity(r: usize) -> f64 {
@@ -83,7 +56,7 @@ fn dominant_demand(r: usize) -> (f64, f64) {
 /// If `users`, `servers` or `resources` is 0.
 pub fn cluster_spec(users: usize, servers: usize, resources: usize, seed: u64) -> InstanceSpec {
     assert!(users > 0 && servers > 0 && resources > 0, "cluster_spec: every dimension must be positive");
-    let mut rng = Stream(seed ^ 0x005E_ED0F_17C1_u64);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let resource_names = (0..resources)
         .map(|r| match r {
             0 => "cpu".to_string(),
@@ -94,34 +67,35 @@ pub fn cluster_spec(users: usize, servers: usize, resources: usize, seed: u64) -
         .collect();
     let server_specs: Vec<ServerSpec> = (0..servers)
         .map(|i| {
-            let class = [1.0, 2.0, 4.0][rng.below(3)];
-            let capacity = (0..resources).map(|r| (base_capacity(r) * class * rng.range(0.75, 1.25)).round()).collect();
+            let class = [1.0, 2.0, 4.0][rng.gen_range(0..3)];
+            let capacity =
+                (0..resources).map(|r| (base_capacity(r) * class * rng.gen_range(0.75..1.25)).round()).collect();
             ServerSpec { name: format!("s{}", i + 1), capacity }
         })
         .collect();
     let racks = servers.div_ceil(RACK);
     let user_specs = (0..users)
         .map(|n| {
-            let dominant = rng.below(resources);
+            let dominant = rng.gen_range(0..resources);
             let demand = (0..resources)
                 .map(|r| {
                     let (lo, hi) = dominant_demand(r);
-                    let amount = rng.range(lo, hi);
-                    let amount = if r == dominant { amount } else { amount * rng.range(0.1, 0.5) };
+                    let amount = rng.gen_range(lo..hi);
+                    let amount = if r == dominant { amount } else { amount * rng.gen_range(0.1..0.5) };
                     // Two decimals: readable, and well inside the instance ranges.
                     (amount * 100.0).round().max(1.0) / 100.0
                 })
                 .collect();
-            let weight = match rng.unit() {
+            let weight = match rng.gen::<f64>() {
                 u if u < 0.7 => 1.0,
                 u if u < 0.9 => 2.0,
                 _ => 4.0,
             };
-            let max_tasks = (rng.unit() < 0.5).then(|| (200f64.powf(rng.unit())).round().max(1.0));
-            let eligible = (rng.unit() < 2.0 / 3.0).then(|| {
+            let max_tasks = (rng.gen::<f64>() < 0.5).then(|| (200f64.powf(rng.gen::<f64>())).round().max(1.0));
+            let eligible = (rng.gen::<f64>() < 2.0 / 3.0).then(|| {
                 let mut chosen = vec![false; racks];
-                for _ in 0..1 + rng.below(3) {
-                    chosen[rng.below(racks)] = true;
+                for _ in 0..1 + rng.gen_range(0..3) {
+                    chosen[rng.gen_range(0..racks)] = true;
                 }
                 (0..servers).filter(|&i| chosen[i / RACK]).map(|i| format!("s{}", i + 1)).collect()
             });

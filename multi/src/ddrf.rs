@@ -71,38 +71,44 @@ fn lemma_1<T: Scalar>(prev: &[T], m: T) -> Step<T> {
 /// `N^2 / 2` numbers; [`scan_each`] hands them out one at a time instead.
 pub fn scan<T: Scalar>(d: &[Vec<T>], n: usize) -> Vec<Step<T>> {
     let mut steps: Vec<Step<T>> = Vec::with_capacity(d.len());
-    scan_each(d, n, |step| steps.push(step.clone()));
+    for k in 1..=d.len() {
+        let step = arrival(d, n, k, steps.last().map_or(&[], |s| &s.shares));
+        steps.push(step);
+    }
     steps
 }
 
 /// [`scan`] in memory linear in the users: `each` sees every step in arrival order, and
 /// only the last one is kept (it is returned; `None` without arrivals).
 pub fn scan_each<T: Scalar>(d: &[Vec<T>], n: usize, mut each: impl FnMut(&Step<T>)) -> Option<Step<T>> {
-    let m = d.first().map_or(0, Vec::len);
     let mut last: Option<Step<T>> = None;
-    let empty = Vec::new();
     for k in 1..=d.len() {
-        let cap = T::ratio(k, n);
-        let prev = last.as_ref().map_or(&empty, |s| &s.shares);
-        let mut alpha: Vec<T> = (0..m)
-            .map(|r| prev.iter().zip(d).fold(T::zero(), |acc, (x, di)| acc + di[r].clone() * x.clone()))
-            .collect();
-        let mut beta: Vec<T> = d[k - 1].clone();
-        let mut t = k - 1; // 0-based index of the first rising user
-        let mut lvl = level(&cap, &alpha, &beta);
-        while t > 0 && lvl > prev[t - 1] {
-            for r in 0..m {
-                alpha[r] = alpha[r].clone() - d[t - 1][r].clone() * prev[t - 1].clone();
-                beta[r] = beta[r].clone() + d[t - 1][r].clone();
-            }
-            t -= 1;
-            lvl = level(&cap, &alpha, &beta);
-        }
-        let step = lemma_1(prev, lvl);
+        let step = arrival(d, n, k, last.as_ref().map_or(&[], |s| &s.shares));
         each(&step);
         last = Some(step);
     }
     last
+}
+
+/// The step of [`scan`] at the arrival of user `k` (1-based), from `prev`, the shares
+/// of the `k - 1` users before it.
+fn arrival<T: Scalar>(d: &[Vec<T>], n: usize, k: usize, prev: &[T]) -> Step<T> {
+    let m = d[0].len();
+    let cap = T::ratio(k, n);
+    let mut alpha: Vec<T> =
+        (0..m).map(|r| prev.iter().zip(d).fold(T::zero(), |acc, (x, di)| acc + di[r].clone() * x.clone())).collect();
+    let mut beta: Vec<T> = d[k - 1].clone();
+    let mut t = k - 1; // 0-based index of the first rising user
+    let mut lvl = level(&cap, &alpha, &beta);
+    while t > 0 && lvl > prev[t - 1] {
+        for r in 0..m {
+            alpha[r] = alpha[r].clone() - d[t - 1][r].clone() * prev[t - 1].clone();
+            beta[r] = beta[r].clone() + d[t - 1][r].clone();
+        }
+        t -= 1;
+        lvl = level(&cap, &alpha, &beta);
+    }
+    lemma_1(prev, lvl)
 }
 
 /// Li et al.'s Algorithm 1 (A.4.3) with the errata fixed: the first test is `probe(1)`
@@ -198,18 +204,22 @@ pub fn ddrf(inst: &Instance) -> Result<Vec<Allocation>, MultiError> {
 /// The allocation after the last arrival of [`ddrf`], without keeping the others: memory
 /// linear in the users.
 pub fn ddrf_final(inst: &Instance) -> Result<Allocation, MultiError> {
-    let share: Vec<f64> = (0..inst.n_users()).map(|k| inst.task_share(k)).collect();
-    let last = scan_each(&normalized(inst), inst.n_users(), |_| {});
-    Ok(Allocation::pooled(last.map_or_else(Vec::new, |s| tasks(&s, &share))))
+    let (d, allocation) = pooled(inst);
+    let last = scan_each(&d, inst.n_users(), |_| {});
+    Ok(last.map_or_else(|| Allocation::pooled(Vec::new()), |s| allocation(&s)))
 }
 
 /// Calls `each` with the allocation after every arrival of [`ddrf`], in arrival order.
 fn ddrf_each(inst: &Instance, mut each: impl FnMut(Allocation)) {
-    let share: Vec<f64> = (0..inst.n_users()).map(|k| inst.task_share(k)).collect();
-    scan_each(&normalized(inst), inst.n_users(), |s| each(Allocation::pooled(tasks(s, &share))));
+    let (d, allocation) = pooled(inst);
+    scan_each(&d, inst.n_users(), |s| each(allocation(s)));
 }
 
-/// Tasks of the users present from their dominant shares.
-fn tasks(step: &Step<f64>, share: &[f64]) -> Vec<f64> {
-    step.shares.iter().zip(share).map(|(x, s)| x / s).collect()
+/// The instance's [`normalized`] demands, and a step's allocation: the users present
+/// get their dominant shares in tasks.
+fn pooled(inst: &Instance) -> (Vec<Vec<f64>>, impl Fn(&Step<f64>) -> Allocation) {
+    let share: Vec<f64> = (0..inst.n_users()).map(|k| inst.task_share(k)).collect();
+    let allocation =
+        move |step: &Step<f64>| Allocation::pooled(step.shares.iter().zip(&share).map(|(x, s)| x / s).collect());
+    (normalized(inst), allocation)
 }

@@ -19,9 +19,42 @@ use super::{Allocation, Instance, MultiError};
 /// more than 1e-3 from DRF's closed form from 6% to under 3%, with no more solver errors.
 const FLOOR_SLACK: f64 = 1e-12;
 
-/// Builds a round's program: capacity rows, and task-limit rows of the users the
-/// predicate selects, over the placement variables and this many more.
-type BaseProgram<'f> = dyn Fn(usize, &dyn Fn(usize) -> bool) -> Program + 'f;
+/// The placement variables of a filling: `var[n][i]` is the index of `x[n][i]` for the
+/// allowed pairs, `count` of them; further variables (a level `t`) come after.
+struct Vars {
+    var: Vec<Vec<Option<usize>>>,
+    count: usize,
+}
+
+impl Vars {
+    fn new(allowed: &[Vec<bool>]) -> Self {
+        let mut count = 0;
+        let var = allowed
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|&a| {
+                        a.then(|| {
+                            count += 1;
+                            count - 1
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        Vars { var, count }
+    }
+
+    /// User `n`'s task total `sum_i x[n][i]` as terms.
+    fn total(&self, n: usize) -> Vec<(usize, f64)> {
+        self.var[n].iter().flatten().map(|&v| (v, 1.0)).collect()
+    }
+
+    /// User `n`'s task total in the solution `x`.
+    fn value(&self, n: usize, x: &[f64]) -> f64 {
+        self.var[n].iter().flatten().map(|&v| x[v]).sum()
+    }
+}
 
 /// A filling problem: the level of user `n` is `x_n / scale[n]`.
 #[derive(Debug, Clone)]
@@ -64,53 +97,14 @@ impl<'a> Filling<'a> {
     /// distinct level (issue 17).
     pub fn solve(&self) -> Result<Allocation, MultiError> {
         let n_users = self.demand.len();
-        let n_servers = self.capacity.len();
-        let mut var = vec![vec![None; n_servers]; n_users];
-        let mut vars = 0;
-        for n in 0..n_users {
-            for i in 0..n_servers {
-                if self.allowed[n][i] {
-                    var[n][i] = Some(vars);
-                    vars += 1;
-                }
-            }
-        }
-        let total = |n: usize| -> Vec<(usize, f64)> { var[n].iter().flatten().map(|&v| (v, 1.0)).collect() };
-        // `extra` more variables after the x; task limits of the users `limited(n)`.
-        let base = |extra: usize, limited: &dyn Fn(usize) -> bool| {
-            let mut p = Program::new(vars + extra);
-            capacity_rows(&mut p, self.capacity, self.demand, |n, i| var[n][i]);
-            for n in 0..n_users {
-                if let Some(c) = self.cap[n].filter(|_| limited(n)) {
-                    p.le(total(n), c);
-                }
-            }
-            p
-        };
-        let mut level: Vec<Option<f64>> = (0..n_users)
-            .map(|n| (self.cap[n] == Some(0.0) || var[n].iter().all(Option::is_none)).then_some(0.0))
-            .collect();
+        let vars = Vars::new(&self.allowed);
+        let mut level = self.initial_level(&vars);
         // The level at which a user's task limit stops it.
         let limit_level = |n: usize| self.cap[n].map_or(f64::INFINITY, |c| c / self.scale[n]);
-        let floor = |n: usize, l: f64| self.scale[n] * l * (1.0 - FLOOR_SLACK);
         let mut last: Option<Vec<f64>> = None;
         while level.iter().any(Option::is_none) {
             // The highest common level of the unfrozen users, their limits aside.
-            let t = vars;
-            let mut p = base(1, &|n| level[n].is_some());
-            p.maximize(t, 1.0);
-            for n in 0..n_users {
-                let mut terms = total(n);
-                match level[n] {
-                    Some(l) => p.ge(terms, floor(n, l)),
-                    None => {
-                        terms.push((t, -self.scale[n]));
-                        p.ge(terms, 0.0);
-                    }
-                }
-            }
-            let x = p.solve()?;
-            let t_star = x[t];
+            let (t_star, x) = self.common_level(&vars, &level, &|n| level[n].is_some())?;
             // Every user whose limit is at or below it stops there, all at once.
             let limited: Vec<usize> =
                 (0..n_users).filter(|&n| level[n].is_none() && limit_level(n) <= t_star * (1.0 + 1e-7)).collect();
@@ -121,7 +115,7 @@ impl<'a> Filling<'a> {
                 last = None;
                 continue;
             }
-            last = Some(x[..vars].to_vec());
+            last = Some(x[..vars.count].to_vec());
             // Who cannot rise above t_star? One program maximizes the candidates' levels
             // summed (everyone held at its level or t_star); a user above the threshold
             // in it can rise, and the others are asked again without it, until a program
@@ -130,24 +124,24 @@ impl<'a> Filling<'a> {
             // user decides, as the reference does. (A variable per user for its rise
             // would be pinned near 0 for the stuck ones, which the solver's scaling
             // turns into an unbounded direction.)
-            let exceeds = |n: usize, v: f64| v > self.scale[n] * t_star * (1.0 + 1e-7) + 1e-9;
             // A level's tasks, the unit of each candidate's rise (tasks at level 0).
             let unit = |n: usize| self.scale[n] * if t_star > 0.0 { t_star } else { 1.0 };
             let mut candidates: Vec<usize> = (0..n_users).filter(|&n| level[n].is_none()).collect();
             let stuck = loop {
-                let mut p = base(0, &|_| true);
+                let mut p = self.base(&vars, 0, &|_| true);
                 for m in 0..n_users {
                     let l = level[m].unwrap_or(t_star);
-                    p.ge(total(m), floor(m, l));
+                    p.ge(vars.total(m), self.floor(m, l));
                 }
                 for &n in &candidates {
-                    for (v, _) in total(n) {
+                    for (v, _) in vars.total(n) {
                         p.maximize(v, 1.0 / unit(n));
                     }
                 }
                 let y = p.solve()?;
-                let value = |n: usize| total(n).iter().map(|&(v, _)| y[v]).sum::<f64>();
-                let (rise, stay): (Vec<usize>, Vec<usize>) = candidates.iter().partition(|&&n| exceeds(n, value(n)));
+                let value = |n: usize| vars.value(n, &y);
+                let (rise, stay): (Vec<usize>, Vec<usize>) =
+                    candidates.iter().partition(|&&n| self.exceeds(n, value(n), t_star));
                 if stay.is_empty() {
                     break Vec::new();
                 }
@@ -156,7 +150,7 @@ impl<'a> Filling<'a> {
                     if gain <= 1e-7 {
                         break stay;
                     }
-                    break self.stuck_one_by_one(&stay, &level, t_star, &base, &total)?;
+                    break self.stuck_one_by_one(&vars, &stay, &level, t_star)?;
                 }
                 candidates = stay;
             };
@@ -176,71 +170,122 @@ impl<'a> Filling<'a> {
             Some(x) => x,
             None => {
                 // The last round stopped users at their limits: place everyone at its level.
-                let mut p = base(0, &|_| true);
+                let mut p = self.base(&vars, 0, &|_| true);
                 for n in 0..n_users {
-                    p.ge(total(n), floor(n, level[n].unwrap_or(0.0)));
-                    for (v, _) in total(n) {
+                    p.ge(vars.total(n), self.floor(n, level[n].unwrap_or(0.0)));
+                    for (v, _) in vars.total(n) {
                         p.maximize(v, 1.0 / self.scale[n]);
                     }
                 }
                 p.solve()?
             }
         };
-        self.finish(&level, &last, &var, vars)
+        self.finish(&vars, &level, &last)
+    }
+
+    /// The setup every filling starts from: users that can run nothing (no eligible
+    /// server, or a task limit of 0) sit at level 0 from the start (they would pin the
+    /// common level to 0); the others are unfrozen.
+    fn initial_level(&self, vars: &Vars) -> Vec<Option<f64>> {
+        (0..self.demand.len())
+            .map(|n| (self.cap[n] == Some(0.0) || vars.var[n].iter().all(Option::is_none)).then_some(0.0))
+            .collect()
+    }
+
+    /// A program over the placement variables and `extra` more: the capacity rows, and
+    /// the task-limit rows of the users `limited` selects.
+    fn base(&self, vars: &Vars, extra: usize, limited: &dyn Fn(usize) -> bool) -> Program {
+        let mut p = Program::new(vars.count + extra);
+        capacity_rows(&mut p, self.capacity, self.demand, |n, i| vars.var[n][i]);
+        for n in 0..self.demand.len() {
+            if let Some(c) = self.cap[n].filter(|_| limited(n)) {
+                p.le(vars.total(n), c);
+            }
+        }
+        p
+    }
+
+    /// The highest common level `t` of the unfrozen users, frozen users held at their
+    /// levels, with the task limits of the users `limited` selects: `t` and the
+    /// solution (placement variables, then `t`).
+    fn common_level(
+        &self,
+        vars: &Vars,
+        level: &[Option<f64>],
+        limited: &dyn Fn(usize) -> bool,
+    ) -> Result<(f64, Vec<f64>), MultiError> {
+        let t = vars.count;
+        let mut p = self.base(vars, 1, limited);
+        p.maximize(t, 1.0);
+        for (n, l) in level.iter().enumerate() {
+            let mut terms = vars.total(n);
+            match *l {
+                Some(l) => p.ge(terms, self.floor(n, l)),
+                None => {
+                    terms.push((t, -self.scale[n]));
+                    p.ge(terms, 0.0);
+                }
+            }
+        }
+        let x = p.solve()?;
+        Ok((x[t], x))
+    }
+
+    /// The floor that keeps user `n` at level `l` in a later program (less
+    /// [`FLOOR_SLACK`]).
+    fn floor(&self, n: usize, l: f64) -> f64 {
+        self.scale[n] * l * (1.0 - FLOOR_SLACK)
+    }
+
+    /// Whether `v` tasks put user `n` clearly above level `t_star` (by more than the
+    /// programs' rounding).
+    fn exceeds(&self, n: usize, v: f64, t_star: f64) -> bool {
+        v > self.scale[n] * t_star * (1.0 + 1e-7) + 1e-9
     }
 
     /// The users of `candidates` that cannot rise above `t_star` alone while every other
     /// user keeps its level (the rest at `t_star`): one program each.
     fn stuck_one_by_one(
         &self,
+        vars: &Vars,
         candidates: &[usize],
         level: &[Option<f64>],
         t_star: f64,
-        base: &BaseProgram<'_>,
-        total: &dyn Fn(usize) -> Vec<(usize, f64)>,
     ) -> Result<Vec<usize>, MultiError> {
         let mut stuck = Vec::new();
         for &n in candidates {
-            let mut p = base(0, &|_| true);
-            for (v, c) in total(n) {
+            let mut p = self.base(vars, 0, &|_| true);
+            for (v, c) in vars.total(n) {
                 p.maximize(v, c);
             }
             for m in 0..self.demand.len() {
-                let floor = match level[m] {
+                let l = match level[m] {
                     Some(l) => l,
                     None if m != n => t_star,
                     None => continue,
                 };
-                p.ge(total(m), self.scale[m] * floor * (1.0 - FLOOR_SLACK));
+                p.ge(vars.total(m), self.floor(m, l));
             }
             let y = p.solve()?;
-            let v: f64 = total(n).iter().map(|&(k, _)| y[k]).sum();
-            if v <= self.scale[n] * t_star * (1.0 + 1e-7) + 1e-9 {
+            if !self.exceeds(n, vars.value(n, &y), t_star) {
                 stuck.push(n);
             }
         }
         Ok(stuck)
     }
 
-    /// The allocation `x` (over the `vars` placement variables `var`), refused if a user
-    /// came back far below its level.
-    fn finish(
-        &self,
-        level: &[Option<f64>],
-        last: &[f64],
-        var: &[Vec<Option<usize>>],
-        vars: usize,
-    ) -> Result<Allocation, MultiError> {
-        debug_assert_eq!(last.len(), vars);
+    /// The allocation `last` (over the placement variables), refused if a user came back
+    /// far below its level.
+    fn finish(&self, vars: &Vars, level: &[Option<f64>], last: &[f64]) -> Result<Allocation, MultiError> {
+        debug_assert_eq!(last.len(), vars.count);
         let n_users = self.demand.len();
         let n_servers = self.capacity.len();
-        let total = |n: usize| -> Vec<(usize, f64)> { var[n].iter().flatten().map(|&v| (v, 1.0)).collect() };
         // Every program of the sequence kept the frozen users at their levels; a user the
         // last one left far below its own (the solver's tolerance, measured against the
         // largest numbers of the program, swallowed a user of 1e-6 tasks next to
         // resources of 1e3 units) is an error, not an allocation.
         for n in 0..n_users {
-            let got: f64 = total(n).iter().map(|&(v, _)| last[v]).sum();
+            let got = vars.value(n, last);
             let want = level[n].map_or(0.0, |l| self.scale[n] * l);
             if got < 0.5 * want {
                 return Err(MultiError::Solver(format!(
@@ -251,7 +296,7 @@ impl<'a> Filling<'a> {
             }
         }
         let per_server =
-            (0..n_users).map(|n| (0..n_servers).map(|i| var[n][i].map_or(0.0, |v| last[v])).collect()).collect();
+            (0..n_users).map(|n| (0..n_servers).map(|i| vars.var[n][i].map_or(0.0, |v| last[v])).collect()).collect();
         Ok(Allocation::placed(per_server))
     }
 
@@ -260,85 +305,24 @@ impl<'a> Filling<'a> {
     /// it, then one program per rising user to ask whether it can exceed that level.
     /// Programs in the thousands at a few hundred users; same allocation.
     pub fn solve_reference(&self) -> Result<Allocation, MultiError> {
-        let n_users = self.demand.len();
-        let n_servers = self.capacity.len();
-        // Variable index of x[n][i], for allowed pairs; the level t comes last.
-        let mut var = vec![vec![None; n_servers]; n_users];
-        let mut vars = 0;
-        for n in 0..n_users {
-            for i in 0..n_servers {
-                if self.allowed[n][i] {
-                    var[n][i] = Some(vars);
-                    vars += 1;
-                }
-            }
-        }
-        let t = vars;
-        let total = |n: usize| -> Vec<(usize, f64)> { var[n].iter().flatten().map(|&v| (v, 1.0)).collect() };
-        let base = |with_t: bool| {
-            let mut p = Program::new(if with_t { vars + 1 } else { vars });
-            capacity_rows(&mut p, self.capacity, self.demand, |n, i| var[n][i]);
-            for n in 0..n_users {
-                if let Some(c) = self.cap[n] {
-                    p.le(total(n), c);
-                }
-            }
-            p
-        };
-        // Users that can run nothing sit at level 0 from the start (they would pin t to 0).
-        let mut level: Vec<Option<f64>> = (0..n_users)
-            .map(|n| (self.cap[n] == Some(0.0) || var[n].iter().all(Option::is_none)).then_some(0.0))
-            .collect();
-        let mut last = vec![0.0; vars];
+        let vars = Vars::new(&self.allowed);
+        let mut level = self.initial_level(&vars);
+        let mut last = vec![0.0; vars.count];
         while level.iter().any(Option::is_none) {
-            // The highest common level of the unfrozen users.
-            let mut p = base(true);
-            p.maximize(t, 1.0);
-            for n in 0..n_users {
-                let mut terms = total(n);
-                match level[n] {
-                    Some(l) => p.ge(terms, self.scale[n] * l * (1.0 - FLOOR_SLACK)),
-                    None => {
-                        terms.push((t, -self.scale[n]));
-                        p.ge(terms, 0.0);
-                    }
-                }
-            }
-            let x = p.solve()?;
-            let t_star = x[t];
-            last = x[..vars].to_vec();
-            // Which unfrozen users cannot exceed it alone?
-            let mut froze = false;
-            let unfrozen: Vec<usize> = (0..n_users).filter(|&n| level[n].is_none()).collect();
-            let mut newly = Vec::new();
-            for &n in &unfrozen {
-                let mut p = base(false);
-                for (v, c) in total(n) {
-                    p.maximize(v, c);
-                }
-                for m in 0..n_users {
-                    let floor = match level[m] {
-                        Some(l) => l,
-                        None if m != n => t_star,
-                        None => continue,
-                    };
-                    p.ge(total(m), self.scale[m] * floor * (1.0 - FLOOR_SLACK));
-                }
-                let y = p.solve()?;
-                let v: f64 = total(n).iter().map(|&(k, _)| y[k]).sum();
-                if v <= self.scale[n] * t_star * (1.0 + 1e-7) + 1e-9 {
-                    newly.push(n);
-                    froze = true;
-                }
-            }
-            if !froze {
+            // The highest common level of the unfrozen users, every task limit in it.
+            let (t_star, x) = self.common_level(&vars, &level, &|_| true)?;
+            last = x[..vars.count].to_vec();
+            // Which unfrozen users cannot exceed it alone? If none (rounding), all stop.
+            let unfrozen: Vec<usize> = (0..level.len()).filter(|&n| level[n].is_none()).collect();
+            let mut newly = self.stuck_one_by_one(&vars, &unfrozen, &level, t_star)?;
+            if newly.is_empty() {
                 newly = unfrozen;
             }
             for n in newly {
                 level[n] = Some(t_star);
             }
         }
-        self.finish(&level, &last, &var, vars)
+        self.finish(&vars, &level, &last)
     }
 }
 
@@ -353,17 +337,23 @@ pub enum Baseline {
     Cdrf,
 }
 
+impl Baseline {
+    /// The scale `w_n` of each user's level on the instance.
+    pub fn scale(self, inst: &Instance) -> Vec<f64> {
+        (0..inst.n_users())
+            .map(|n| {
+                let phi = inst.weight[n];
+                match self {
+                    Baseline::CDrfh => phi / inst.task_share(n),
+                    Baseline::Tsf => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, false)).sum::<f64>(),
+                    Baseline::Cdrf => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, true)).sum::<f64>(),
+                }
+            })
+            .collect()
+    }
+}
+
 /// Runs a baseline on the instance (placement constraints and task limits honoured).
 pub fn baseline(inst: &Instance, which: Baseline) -> Result<Allocation, MultiError> {
-    let scale = (0..inst.n_users())
-        .map(|n| {
-            let phi = inst.weight[n];
-            match which {
-                Baseline::CDrfh => phi / inst.task_share(n),
-                Baseline::Tsf => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, false)).sum::<f64>(),
-                Baseline::Cdrf => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, true)).sum::<f64>(),
-            }
-        })
-        .collect();
-    Filling::new(inst, scale).solve()
+    Filling::new(inst, which.scale(inst)).solve()
 }

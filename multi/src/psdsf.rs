@@ -30,7 +30,7 @@ pub const SWEEP_TOL: f64 = 1e-12;
 
 /// Sweeps at each step size before [`Servers::converge`] halves the step. The spec saw
 /// at most 1,278 undamped sweeps at 1e-12; our property tests found instances where the
-/// undamped procedure cycles with period 2 forever (`multi_vectors.rs`,
+/// undamped procedure cycles with period 2 forever (`multi/tests/vectors.rs`,
 /// `undamped_server_procedure_can_cycle`), which a step of 1/2 resolves.
 pub const SWEEPS_PER_STEP: usize = 5_000;
 
@@ -63,8 +63,6 @@ pub struct Servers<'a> {
     inst: &'a Instance,
     columns: Vec<Column>,
     active: Vec<bool>,
-    /// How many users are inactive (0: no update needs to skip anyone).
-    inactive: usize,
     /// `total[n]`: user `n`'s tasks over all servers, kept up to date by every update
     /// and recomputed at the start of each sweep (so that rounding cannot build up).
     total: Vec<f64>,
@@ -118,14 +116,7 @@ impl<'a> Servers<'a> {
                 }
             })
             .collect();
-        Servers {
-            inst,
-            columns,
-            active: vec![true; inst.n_users()],
-            inactive: 0,
-            total: vec![0.0; inst.n_users()],
-            step: 1.0,
-        }
+        Servers { inst, columns, active: vec![true; inst.n_users()], total: vec![0.0; inst.n_users()], step: 1.0 }
     }
 
     /// The current allocation.
@@ -142,14 +133,7 @@ impl<'a> Servers<'a> {
     /// Activates or deactivates a user; an inactive user holds nothing (A.5.6), and the
     /// next server updates redistribute.
     pub fn set_active(&mut self, n: usize, active: bool) {
-        if self.active[n] != active {
-            self.active[n] = active;
-            if active {
-                self.inactive -= 1;
-            } else {
-                self.inactive += 1;
-            }
-        }
+        self.active[n] = active;
         if !active {
             for column in &mut self.columns {
                 if let Ok(k) = column.users.binary_search(&n) {
@@ -164,18 +148,12 @@ impl<'a> Servers<'a> {
     /// active eligible user has a bottleneck there, given the users' tasks elsewhere.
     /// Returns the largest change of an entry.
     pub fn update(&mut self, i: usize) -> f64 {
-        let lone = self.columns.len() == 1;
         let column = &mut self.columns[i];
-        // Tasks elsewhere: the total without this server (0 for a lone server, exactly).
-        let base: Vec<f64> = column
-            .users
-            .iter()
-            .zip(&column.x)
-            .map(|(&n, &x)| if lone { 0.0 } else { (self.total[n] - x).max(0.0) })
-            .collect();
-        let skip: Vec<bool> =
-            if self.inactive == 0 { Vec::new() } else { column.users.iter().map(|&n| !self.active[n]).collect() };
-        let y = water_fill(&column.caps, &column.dem, &column.users_of, &column.slope, &base, &skip, &mut column.order);
+        // Tasks elsewhere: the total without this server.
+        let base: Vec<f64> = column.users.iter().zip(&column.x).map(|(&n, &x)| (self.total[n] - x).max(0.0)).collect();
+        let active: Vec<bool> = column.users.iter().map(|&n| self.active[n]).collect();
+        let y =
+            water_fill(&column.caps, &column.dem, &column.users_of, &column.slope, &base, active, &mut column.order);
         let mut change: f64 = 0.0;
         for (k, &n) in column.users.iter().enumerate() {
             let old = column.x[k];
@@ -235,10 +213,10 @@ impl<'a> Servers<'a> {
 /// Water-filling at one server (A.5.4). User `k` gets `y_k(L) = max(0, slope_k L - base_k)`
 /// at the common level `L`; `L` rises until a resource saturates, which freezes every
 /// still-rising user that demands it. `dem` holds the users' per-task demands row by row
-/// (`caps.len()` per user), `users_of[r]` the users with a positive demand of `r`. Users with `skip[u]` (if `skip` is not empty) take no part
-/// and get 0. `order` is the users' starting order of the last call at
-/// this server (any permutation of `0..k`, or anything else to start afresh); it is
-/// re-sorted, stably, and left holding this call's. Returns `y`.
+/// (`caps.len()` per user), `users_of[r]` the users with a positive demand of `r`. Users
+/// with `active[u]` false take no part and get 0. `order` is the users' starting order of
+/// the last call at this server (any permutation of `0..k`, or anything else to start
+/// afresh); it is re-sorted, stably, and left holding this call's. Returns `y`.
 ///
 /// Event-driven: the users start rising in the order of `base / slope`, and the usage of
 /// each resource is kept as `fixed + L * rate - offset` over the users that rise, so each
@@ -249,14 +227,13 @@ fn water_fill(
     users_of: &[Vec<usize>],
     slope: &[f64],
     base: &[f64],
-    skip: &[bool],
+    mut active: Vec<bool>,
     order: &mut Vec<usize>,
 ) -> Vec<f64> {
     let k = slope.len();
     let m = caps.len();
     let d = |u: usize, r: usize| dem[u * m + r];
     let mut y = vec![0.0; k];
-    let mut active: Vec<bool> = (0..k).map(|u| skip.get(u).is_none_or(|&s| !s)).collect();
     let mut rising = vec![false; k];
     let start: Vec<f64> = (0..k).map(|u| base[u] / slope[u]).collect();
     if order.len() != k {

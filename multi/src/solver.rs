@@ -147,6 +147,15 @@ impl Program {
         }
         let col: Vec<f64> = bound.iter().map(|&u| if usable(u) { u } else { 1.0 }).collect();
         let pinned: Vec<bool> = bound.iter().map(|&u| u == 0.0).collect();
+        // A pinned variable is 0: dropped from every row and log term but those that only pin.
+        let unpinned = |terms: &Terms| -> Terms {
+            let free: Terms = terms.iter().filter(|t| !pinned[t.0]).cloned().collect();
+            if free.is_empty() {
+                terms.clone()
+            } else {
+                free
+            }
+        };
         let largest = |terms: &Terms| terms.iter().map(|&(v, a)| a.abs() * col[v]).fold(0.0, f64::max);
         let unit = |m: f64| if usable(m) { 1.0 / m } else { 1.0 };
         let rows: Vec<(Terms, Sense, f64)> = self
@@ -157,31 +166,28 @@ impl Program {
                 !(packing(row) && reach < 0.5 * row.2)
             })
             .map(|(terms, sense, rhs)| {
-                // A pinned variable is 0: dropped from every row but those that only pin.
-                let free: Terms = terms.iter().filter(|t| !pinned[t.0]).cloned().collect();
-                let terms = if free.is_empty() { terms } else { &free };
-                let k = unit(largest(terms));
+                let terms = unpinned(terms);
+                let k = unit(largest(&terms));
                 (terms.iter().map(|&(v, a)| (v, a * col[v] * k)).collect(), *sense, rhs * k)
             })
             .collect();
         let logs = self
             .logs
             .iter()
-            .map(|(w, terms)| {
-                let free: Terms = terms.iter().filter(|t| !pinned[t.0]).cloned().collect();
-                let terms = if free.is_empty() { terms } else { &free };
-                (*w, terms.iter().map(|&(v, a)| (v, a * col[v])).collect())
-            })
-            .collect::<Vec<(f64, Terms)>>();
+            .map(|(w, terms)| (*w, unpinned(terms).iter().map(|&(v, a)| (v, a * col[v])).collect()))
+            .collect();
         let objective: Vec<f64> =
             self.objective.iter().zip(&col).zip(&pinned).map(|((c, d), &p)| if p { 0.0 } else { c * d }).collect();
-        let top = objective.iter().chain(self.logs.iter().map(|l| &l.0)).map(|c| c.abs()).fold(0.0, f64::max);
-        // Log programs keep their weights as given: their objective is already of order 1
+        // Only a linear program's objective is divided by its largest coefficient. Log
+        // programs keep their weights as given: their objective is already of order 1
         // (weights and entitlements are bounded) and Clarabel's exponential cones were
         // measured less accurate scaled (B-Ex10 moved from 5e-10 to 8e-7).
-        let k = if self.logs.is_empty() { unit(top) } else { 1.0 };
-        let objective = objective.iter().map(|c| c * k).collect();
-        let logs = logs.into_iter().map(|(w, terms)| (w * k, terms)).collect();
+        let objective = if self.logs.is_empty() {
+            let k = unit(objective.iter().map(|c| c.abs()).fold(0.0, f64::max));
+            objective.iter().map(|c| c * k).collect()
+        } else {
+            objective
+        };
         // A pinned variable is exactly 0, not the solver's residue in it.
         let col = col.iter().zip(&pinned).map(|(&c, &p)| if p { 0.0 } else { c }).collect();
         (Program { vars: self.vars, objective, rows, logs }, col)

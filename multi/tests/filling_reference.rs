@@ -3,7 +3,7 @@
 //! ([`Filling::solve_reference`], one program per user and round) on random small
 //! instances with task limits, weights and placement constraints: the same levels.
 
-use fairshare_multi::lexmaxmin::Filling;
+use fairshare_multi::lexmaxmin::{Baseline, Filling};
 use fairshare_multi::{Builder, Instance};
 use proptest::prelude::*;
 
@@ -37,17 +37,8 @@ proptest! {
 
     #[test]
     fn batched_filling_equals_the_reference(inst in instances(), which in 0usize..3) {
-        // The three scales of the baselines: C-DRFH, and TSF/CDRF-like sums of monopolies.
-        let scale: Vec<f64> = (0..inst.n_users())
-            .map(|n| {
-                let phi = inst.weight[n];
-                match which {
-                    0 => phi / inst.task_share(n),
-                    1 => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, false)).sum::<f64>(),
-                    _ => phi * (0..inst.n_servers()).map(|i| inst.monopoly(n, i, true)).sum::<f64>(),
-                }
-            })
-            .collect();
+        // The scales of the three baselines: C-DRFH, TSF and CDRF.
+        let scale = [Baseline::CDrfh, Baseline::Tsf, Baseline::Cdrf][which].scale(&inst);
         prop_assume!(scale.iter().all(|s| s.is_finite() && *s > 0.0));
         let filling = Filling::new(&inst, scale);
         let (Ok(new), Ok(old)) = (filling.solve(), filling.solve_reference()) else {

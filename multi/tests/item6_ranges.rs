@@ -3,10 +3,13 @@
 //! is refused with an error naming the user or server, the field and the value, and
 //! within the ranges no policy silently answers a user with 0 tasks.
 
+use std::cell::Cell;
+
 use fairshare_multi::drfh::drfh_lp;
 use fairshare_multi::instance::{CAPACITY_SPREAD, DEMAND_SPREAD, TASKS_PER_SERVER, TASK_SIZE, WEIGHT_SPREAD};
 use fairshare_multi::{run, Builder, Instance, MultiError, MultiPolicy};
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 
 /// Two resources, one server `s1` with `capacity`, one user `ann` with `ann` (JSON members
 /// after the name) and one user `bob` asking for one of each.
@@ -218,12 +221,17 @@ fn item6_a_user_below_the_solver_tolerance_gets_an_error_not_a_zero() {
              "max_tasks": 23.089523246226932},
             {"name": "u5", "demand": [0, 1e-6], "weight": 0.013825340308093658, "max_tasks": 1e15}]}"#;
     let inst = Instance::from_json(json).expect("within the ranges");
+    let mut answered = Vec::new();
     for policy in MultiPolicy::ALL.into_iter().filter(|p| !p.whole_tasks()) {
         if let Ok(report) = run(policy, &inst) {
             let totals = &report.allocation.totals;
             assert!(totals.iter().all(|&t| t > 0.0), "{policy}: {totals:?}");
+            answered.push(policy);
         }
     }
+    // Not vacuous: some policy that goes through the linear programs answers.
+    let lp = [MultiPolicy::Drfh, MultiPolicy::Tsf, MultiPolicy::Cdrf];
+    assert!(answered.iter().any(|p| lp.contains(p)), "no linear-programming policy answered: {answered:?}");
 }
 
 /// A number log-uniform in `[lo, hi]`, or one of the two ends (a quarter of the time each).
@@ -292,25 +300,39 @@ fn instances() -> impl Strategy<Value = Instance> {
     })
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
-
-    /// Within the ranges, every policy that answers gives every user with a positive
-    /// demand, weight and task limit a positive allocation: no 0 from scaling.
-    ///
-    /// Restricted honestly: the whole-task heuristics (`drfh-firstfit`, `drfh-bestfit`)
-    /// are left out, because by design a user whose one task does not fit in what is
-    /// left on any eligible server gets 0 whole tasks; a user whose task limit is 0 gets 0
-    /// by request; and under `bbf` a user needs a positive entitlement (the default, its
-    /// weight, is). Errors are not answers and are allowed: a solver that gives up, a
-    /// lexicographic program that left a user below half its level (an error since this
-    /// item, where it used to be a silent 0), `bbf` without task limits. They are rare at
-    /// these bounds (module doc of `fairshare_multi::instance`). Run with 5,000 cases 40
-    /// times while choosing the bounds without a failure.
-    #[test]
-    fn item6_within_the_ranges_no_policy_starves_a_user(inst in instances()) {
+/// Within the ranges, every policy that answers gives every user with a positive
+/// demand, weight and task limit a positive allocation: no 0 from scaling.
+///
+/// Restricted honestly: the whole-task heuristics (`drfh-firstfit`, `drfh-bestfit`)
+/// are left out, because by design a user whose one task does not fit in what is
+/// left on any eligible server gets 0 whole tasks; a user whose task limit is 0 gets 0
+/// by request; and under `bbf` a user needs a positive entitlement (the default, its
+/// weight, is). Errors are not answers: a policy refusing an instance outside its model
+/// (`bbf` without task limits) is allowed; a solver that gives up, a method that does not
+/// converge or a lexicographic program that left a user below half its level (an error
+/// since this item, where it used to be a silent 0) are counted, and may occur on at
+/// most 5% of the instances: a fixed-seed run of 1,000 cases had them on 12 instances
+/// (1.2%, all from `drfh`, `tsf` or `cdrf`), so 5% of 300 cases holds with a wide margin
+/// and still fails if the solves start failing wholesale. Run with 5,000 cases 40 times
+/// while choosing the bounds without a failure.
+#[test]
+fn item6_within_the_ranges_no_policy_starves_a_user() {
+    let config = ProptestConfig { cases: 300, ..ProptestConfig::default() };
+    let (instances_run, failed, answers) = (Cell::new(0u32), Cell::new(Vec::new()), Cell::new(0u32));
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&instances(), |inst| {
+        instances_run.set(instances_run.get() + 1);
+        let mut errors = Vec::new();
         for policy in MultiPolicy::ALL.into_iter().filter(|p| !p.whole_tasks()) {
-            let Ok(report) = run(policy, &inst) else { continue };
+            let report = match run(policy, &inst) {
+                Ok(report) => report,
+                Err(MultiError::Unsupported(_)) => continue,
+                Err(e) => {
+                    errors.push(format!("{policy}: {e}"));
+                    continue;
+                }
+            };
+            answers.set(answers.get() + 1);
             for n in 0..inst.n_users() {
                 let tasks = report.allocation.totals[n];
                 let limited_to_zero = inst.max_tasks[n] == Some(0.0);
@@ -318,10 +340,27 @@ proptest! {
                 if !limited_to_zero && !unentitled {
                     prop_assert!(
                         tasks > 0.0 && tasks.is_finite(),
-                        "{policy}: user {n} got {tasks}: {:?}", report.allocation.totals
+                        "{policy}: user {n} got {tasks}: {:?}",
+                        report.allocation.totals
                     );
                 }
             }
         }
+        if !errors.is_empty() {
+            let mut all = failed.take();
+            all.push(errors.join("; "));
+            failed.set(all);
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
+    let (runs, failed) = (instances_run.get(), failed.take());
+    assert!(answers.get() > 0, "no policy answered on any of {runs} instances");
+    assert!(
+        failed.len() * 20 <= runs as usize,
+        "errors on {} of {runs} instances (at most 5% allowed): {failed:#?}",
+        failed.len()
+    );
 }
