@@ -155,7 +155,7 @@ fn main() -> ExitCode {
     md.push_str("# Multi-resource policies at cluster scale\n\n");
     md.push_str(&format!(
         "Written by `cargo run --release -p fairshare-bench --bin multi_scale` (issue 17). One run on a \
-         2-core machine shared with other builds; the numbers are that run's, not averages. Instances: \
+         2-core machine; the numbers are that run's, not averages. Instances: \
          `fairshare_bench::multi_instance::cluster(n, {SERVERS}, {RESOURCES}, seed {SEED})`: {SERVERS} \
          heterogeneous servers in racks of 10, {RESOURCES} resources, weights 1/2/4, task limits on about half \
          the users, placement constraints (1-3 racks) on about two thirds. Time: the policy alone, wall clock; \
