@@ -226,12 +226,6 @@ impl DeviceHandle {
         self.liveness = Some((alive, gone));
     }
 
-    /// Keeps `owner` alive as long as the handle (what the mappings need, such as a
-    /// VFIO container or the emulator's connection).
-    pub fn keep(&mut self, owner: Box<dyn std::any::Any + Send>) {
-        self._owner = Some(owner);
-    }
-
     /// The capabilities read at attach time.
     pub fn info(&self) -> DeviceInfo {
         self.info

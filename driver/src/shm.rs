@@ -209,14 +209,12 @@ pub fn open(path: &Path) -> Result<DeviceHandle, OpenError> {
     }
     let dma = Region::map_file(&memory, BAR_WINDOW as u64, DmaLayout::for_users(max_users).total)
         .map_err(|e| OpenError::Io { what: format!("mapping {shown}"), source: e })?;
-    let mut handle = DeviceHandle::attach(bar, dma, 0, format!("emulator:{shown}"), None)?;
-    let liveness =
-        stream.try_clone().map_err(|e| OpenError::Io { what: format!("connecting to {shown}"), source: e })?;
+    // The handle owns the memory file; the liveness check owns the connection.
+    let mut handle = DeviceHandle::attach(bar, dma, 0, format!("emulator:{shown}"), Some(Box::new(memory)))?;
     handle.set_liveness(
-        Box::new(move || peer_alive(&liveness)),
+        Box::new(move || peer_alive(&stream)),
         format!("the emulator serving {shown} is gone (its process ended or closed the connection)"),
     );
-    handle.keep(Box::new((stream, memory)));
     Ok(handle)
 }
 
