@@ -97,20 +97,11 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
         None => Rows::Direct(csv::Writer::from_writer(out.take().unwrap_or_else(Output::discard))),
         Some(dir) => {
             let run = run_id(req, &trace, &config)?;
-            let (ledger, latest) = Ledger::open(dir)?;
+            let decode = |b: &[u8]| serde_json::from_slice::<Checkpoint>(b).map_err(|e| e.to_string());
+            let (ledger, latest) = Ledger::open_run(dir, decode, |cp| &cp.run, &run)?;
             let path = dir.join("rows.csv");
             let mut len = 0;
-            if let Some(bytes) = latest {
-                let cp: Checkpoint = serde_json::from_slice(&bytes).map_err(|e| {
-                    CliError::Io(format!("--state {}: the ledger's state is unreadable: {e}", dir.display()))
-                })?;
-                if cp.run != run {
-                    return Err(CliError::Usage(format!(
-                        "--state {}: the ledger belongs to another run ({}); this run is {run}: use another folder",
-                        dir.display(),
-                        cp.run
-                    )));
-                }
+            if let Some(cp) = latest {
                 allocator = fairshare::Allocator::from_state(cp.pool)?;
                 recorder = cp.recorder.into_owned();
                 done = cp.quanta;

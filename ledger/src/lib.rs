@@ -70,6 +70,24 @@ pub enum LedgerError {
         /// The state's size.
         len: usize,
     },
+    /// The latest state could not be decoded by the caller's decoder.
+    #[error("{}: the ledger's state is unreadable: {reason}", path.display())]
+    Unreadable {
+        /// The ledger's folder.
+        path: PathBuf,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// The ledger holds the state of another run (its identity differs).
+    #[error("{}: the ledger belongs to another run ({found}); this run is {expected}: use another folder", path.display())]
+    OtherRun {
+        /// The ledger's folder.
+        path: PathBuf,
+        /// The identity the ledger's state names.
+        found: String,
+        /// The identity of this run.
+        expected: String,
+    },
     /// A file of the ledger is damaged (not by a crash, which only cuts the log's end).
     #[error("{}: damaged at byte {offset}: {reason}", path.display())]
     Damaged {
@@ -159,6 +177,29 @@ fn numbered(payload: &[u8]) -> Option<(u64, &[u8])> {
 }
 
 impl Ledger {
+    /// [`Ledger::open`] for the ledger of one run: the latest state is decoded with
+    /// `decode` (the caller's encoding), and refused unless `identity` of it equals
+    /// `expected` (a ledger of another run, e.g. another trace or pool).
+    pub fn open_run<T>(
+        dir: &Path,
+        decode: impl FnOnce(&[u8]) -> Result<T, String>,
+        identity: impl FnOnce(&T) -> &str,
+        expected: &str,
+    ) -> Result<(Ledger, Option<T>), LedgerError> {
+        let (ledger, latest) = Ledger::open(dir)?;
+        let Some(bytes) = latest else { return Ok((ledger, None)) };
+        let state = decode(&bytes).map_err(|reason| LedgerError::Unreadable { path: dir.to_path_buf(), reason })?;
+        let found = identity(&state);
+        if found != expected {
+            return Err(LedgerError::OtherRun {
+                path: dir.to_path_buf(),
+                found: found.to_string(),
+                expected: expected.to_string(),
+            });
+        }
+        Ok((ledger, Some(state)))
+    }
+
     /// Opens (creating if needed) the ledger in `dir` and returns it with the latest
     /// committed state, `None` for a new ledger. A log cut by a crash is repaired (cut
     /// back to its last whole record); damage is an error and changes nothing.
@@ -297,6 +338,34 @@ mod tests {
         }
         let (_, latest) = Ledger::open(dir.path())?;
         assert_eq!(latest.as_deref(), Some(&b"two"[..]));
+        Ok(())
+    }
+
+    /// A state `RUN:VALUE`, its identity the part before the colon.
+    fn decode(b: &[u8]) -> std::result::Result<(String, String), String> {
+        let text = std::str::from_utf8(b).map_err(|e| e.to_string())?;
+        let (run, value) = text.split_once(':').ok_or("no colon")?;
+        Ok((run.to_string(), value.to_string()))
+    }
+
+    #[test]
+    fn a_run_reads_its_own_state_and_refuses_another_runs() -> Result {
+        let dir = tempfile::tempdir()?;
+        {
+            let (mut l, latest) = Ledger::open_run(dir.path(), decode, |s| &s.0, "a")?;
+            assert_eq!(latest, None, "a new ledger has no state");
+            l.commit(b"a:7")?;
+        }
+        let (_, latest) = Ledger::open_run(dir.path(), decode, |s| &s.0, "a")?;
+        assert_eq!(latest, Some(("a".to_string(), "7".to_string())));
+        let other = Ledger::open_run(dir.path(), decode, |s| &s.0, "b").err().ok_or("run b was let in")?;
+        assert!(matches!(&other, LedgerError::OtherRun { found, expected, .. } if found == "a" && expected == "b"));
+        assert!(other.to_string().contains("belongs to another run (a); this run is b"), "{other}");
+        let refuse = |_: &[u8]| -> std::result::Result<(String, String), String> { Err("bad bytes".into()) };
+        let bad = Ledger::open_run(dir.path(), refuse, |s| &s.0, "a").err().ok_or("undecodable state accepted")?;
+        assert!(bad.to_string().contains("unreadable: bad bytes"), "{bad}");
+        // Refusals change nothing: the run's state is still there.
+        assert_eq!(Ledger::open(dir.path())?.1.as_deref(), Some(&b"a:7"[..]));
         Ok(())
     }
 

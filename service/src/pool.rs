@@ -100,22 +100,9 @@ impl LivePool {
         let ledger = match state {
             None => None,
             Some(dir) => {
-                let (ledger, latest) = Ledger::open(dir)?;
-                if let Some(bytes) = latest {
-                    let cp: Checkpoint = serde_json::from_slice(&bytes).map_err(|e| {
-                        ServiceError::Config(format!(
-                            "--state {}: the ledger's state is unreadable: {e}",
-                            dir.display()
-                        ))
-                    })?;
-                    if cp.pool != pool_id(&config) {
-                        return Err(ServiceError::Config(format!(
-                            "--state {}: the ledger is of another pool ({}; this one is {})",
-                            dir.display(),
-                            cp.pool,
-                            pool_id(&config)
-                        )));
-                    }
+                let decode = |b: &[u8]| serde_json::from_slice::<Checkpoint>(b).map_err(|e| e.to_string());
+                let (ledger, latest) = Ledger::open_run(dir, decode, |cp| &cp.pool, &pool_id(&config))?;
+                if let Some(cp) = latest {
                     allocator = Allocator::from_state(cp.allocator)?;
                     demand = cp.demand.into_owned();
                     weights = cp.weights.into_owned();
