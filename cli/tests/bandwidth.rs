@@ -269,7 +269,7 @@ fn run(policy: &str) -> Option<Vec<[(f64, f64, f64); 3]>> {
 /// Draws the allocation (lines, stepped per quantum) and the throughput on the wire
 /// (points, per half second) of each tenant: `DIR/bandwidth_POLICY.svg` and `.png`.
 fn plot(dir: &Path, policy: &str, timeline: &[(f64, [f64; 3])], measured: &[Vec<(f64, f64, f64)>]) {
-    use fairshare_report::chart::{Chart, Marks, Series, TimeChart};
+    use fairshare_report::chart::{Chart, LineChart, Marks, Scale, Series};
     let colors = [(31, 119, 180), (214, 39, 40), (44, 160, 44)];
     let mut series = Vec::new();
     for u in 0..3 {
@@ -293,10 +293,11 @@ fn plot(dir: &Path, policy: &str, timeline: &[(f64, [f64; 3])], measured: &[Vec<
             marks: Marks::Points,
         });
     }
-    let chart = TimeChart {
+    let chart = LineChart {
         title: format!("{policy}: allocation vs throughput on a 100 Mbit/s link (HTB, 200 ms quanta)"),
         x: ("seconds".into(), 0.0..19.0),
         y: ("Mbit/s".into(), 0.0..105.0),
+        scale: Scale::Linear,
         series,
     };
     chart.write(dir, &format!("bandwidth_{policy}")).unwrap();

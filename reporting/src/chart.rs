@@ -60,17 +60,29 @@ fn draw_series<DB: DrawingBackend, CT: CoordTranslate<From = (f64, f64)>>(
     Ok(())
 }
 
-/// A chart: title, axes and series.
+/// A line chart: title, axes and series, on linear or log-log axes.
 #[derive(Clone, Debug)]
-pub struct LogLogChart {
+pub struct LineChart {
     /// The caption above the chart.
     pub title: String,
     /// The x axis' label and range.
     pub x: (String, Range<f64>),
     /// The y axis' label and range.
     pub y: (String, Range<f64>),
-    /// The lines, in legend order.
+    /// Linear axes (e.g. throughput over time, legend upper right) or log-log (e.g. time
+    /// against users, legend upper left).
+    pub scale: Scale,
+    /// The series, in legend order.
     pub series: Vec<Series>,
+}
+
+/// The axes of a [`LineChart`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Both axes linear.
+    Linear,
+    /// Both axes logarithmic.
+    LogLog,
 }
 
 /// A chart drawn once per plotters backend: SVG (text kept as text) and PNG.
@@ -122,55 +134,32 @@ fn series_and_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate<From = (f64
     root.present().map_err(|e| e.to_string())
 }
 
-impl Chart for LogLogChart {
+impl Chart for LineChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(self.x.1.clone().log_scale(), self.y.1.clone().log_scale())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(&self.x.0)
-            .y_desc(&self.y.0)
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y}"))
-            .draw()
-            .map_err(err)?;
-        series_and_legend(root, &mut chart, &self.series, SeriesLabelPosition::UpperLeft)
-    }
-}
-
-/// A chart of named series over time, linear axes (e.g. throughput and allocation).
-#[derive(Clone, Debug)]
-pub struct TimeChart {
-    /// The caption above the chart.
-    pub title: String,
-    /// The x axis' label and range.
-    pub x: (String, Range<f64>),
-    /// The y axis' label and range.
-    pub y: (String, Range<f64>),
-    /// The series, in legend order.
-    pub series: Vec<Series>,
-}
-
-impl Chart for TimeChart {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(self.x.1.clone(), self.y.1.clone())
-            .map_err(err)?;
-        chart.configure_mesh().x_desc(&self.x.0).y_desc(&self.y.0).draw().map_err(err)?;
-        series_and_legend(root, &mut chart, &self.series, SeriesLabelPosition::UpperRight)
+        let mut builder = ChartBuilder::on(root);
+        builder.caption(&self.title, ("sans-serif", 20)).margin(12).x_label_area_size(40).y_label_area_size(70);
+        let (x, y) = (self.x.1.clone(), self.y.1.clone());
+        match self.scale {
+            Scale::Linear => {
+                let mut chart = builder.build_cartesian_2d(x, y).map_err(err)?;
+                chart.configure_mesh().x_desc(&self.x.0).y_desc(&self.y.0).draw().map_err(err)?;
+                series_and_legend(root, &mut chart, &self.series, SeriesLabelPosition::UpperRight)
+            }
+            Scale::LogLog => {
+                let mut chart = builder.build_cartesian_2d(x.log_scale(), y.log_scale()).map_err(err)?;
+                chart
+                    .configure_mesh()
+                    .x_desc(&self.x.0)
+                    .y_desc(&self.y.0)
+                    .x_label_formatter(&|x| format!("{x:.0}"))
+                    .y_label_formatter(&|y| format!("{y}"))
+                    .draw()
+                    .map_err(err)?;
+                series_and_legend(root, &mut chart, &self.series, SeriesLabelPosition::UpperLeft)
+            }
+        }
     }
 }
 
@@ -182,23 +171,25 @@ mod tests {
         Series { name: name.into(), points: vec![(1.0, 2.0), (10.0, 20.0), (100.0, 30.0)], rgb: (1, 2, 3), marks }
     }
 
-    /// Both charts write an SVG and a PNG naming every series in the legend; dots are
+    /// Both scales write an SVG and a PNG naming every series in the legend; dots are
     /// drawn for points, none for a bare line.
     #[test]
     fn charts_write_svg_and_png_with_their_legends() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let x = ("x".to_string(), 0.5..200.0);
         let y = ("y".to_string(), 0.5..50.0);
-        let log = LogLogChart {
+        let log = LineChart {
             title: "log".into(),
             x: x.clone(),
             y: y.clone(),
+            scale: Scale::LogLog,
             series: vec![series("dotted line", Marks::LineAndPoints)],
         };
-        let time = TimeChart {
+        let time = LineChart {
             title: "time".into(),
             x,
             y,
+            scale: Scale::Linear,
             series: vec![series("bare line", Marks::Line), series("measured", Marks::Points)],
         };
         for (svg, names, circles) in [

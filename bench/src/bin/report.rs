@@ -22,7 +22,7 @@ use fairshare_backends::Backend;
 use fairshare_bench::software::{self as sw_bench, BenchWorkload};
 use fairshare_bench::{device_instance, karma_instance};
 use fairshare_emulator::{InProcess, Model};
-use fairshare_report::chart::{Chart, LogLogChart, Marks, Series};
+use fairshare_report::chart::{Chart, LineChart, Marks, Scale, Series};
 
 /// The clock nextpnr reported after routing the 1-lane, 64-user engine on an iCE40 HX8K
 /// (`hdl/SYNTHESIS.md`).
@@ -211,10 +211,11 @@ fn plot(dir: &Path, sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> Res
         let points = hw.iter().filter(|e| e.p == 16).map(|e| (e.n as f64, f64::from(e.median) / mhz)).collect();
         series.push(line(&format!("engine, 16 lanes, at {mhz} MHz (projection)"), points, rgb));
     }
-    let chart = LogLogChart {
+    let chart = LineChart {
         title: "Time per Karma quantum (engine: projections from simulated cycles)".into(),
         x: ("users".into(), 5.0..2e6),
         y: ("µs per quantum".into(), 1e-2..1e6),
+        scale: Scale::LogLog,
         series,
     };
     chart.write(dir, "report_time").map_err(|e| e.to_string())?;
