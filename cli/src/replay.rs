@@ -216,10 +216,7 @@ fn write_record(rows: &mut Rows, fields: &[&str]) -> Result<(), CliError> {
         Rows::Ledgered { csv, .. } => csv.write_record(fields),
     };
     result.map_err(|e| {
-        let e = match e.into_kind() {
-            csv::ErrorKind::Io(e) => e,
-            other => io::Error::other(format!("{other:?}")),
-        };
+        let e = fairshare_report::table::csv_io_error(e);
         match rows {
             Rows::Direct(csv) => csv.get_ref().error(e),
             Rows::Ledgered { path, .. } => CliError::Io(format!("writing {}: {e}", path.display())),

@@ -27,19 +27,22 @@ pub fn csv_file(
     rows: impl Iterator<Item = Vec<String>>,
 ) -> Result<(), ReportError> {
     let path = dir.join(name);
-    let fail = |e: csv::Error| {
-        let source = match e.into_kind() {
-            csv::ErrorKind::Io(e) => e,
-            other => std::io::Error::other(format!("{other:?}")),
-        };
-        ReportError::io("writing", &path, source)
-    };
+    let fail = |e: csv::Error| ReportError::io("writing", &path, csv_io_error(e));
     let mut w = csv::Writer::from_path(&path).map_err(fail)?;
     w.write_record(header).map_err(fail)?;
     for row in rows {
         w.write_record(&row).map_err(fail)?;
     }
     w.flush().map_err(|e| ReportError::io("writing", &path, e))
+}
+
+/// A CSV writer's error as the I/O error it is (or carries): what callers report with
+/// the file's name.
+pub fn csv_io_error(e: csv::Error) -> std::io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => std::io::Error::other(format!("{other:?}")),
+    }
 }
 
 #[cfg(test)]
