@@ -230,19 +230,22 @@ impl Emulator {
 
     /// Serves until `stop` is set (or an injected crash). Polls the doorbell and the
     /// credit command registers; when idle it spins with exponential back-off, then
-    /// yields (crossbeam's [`Backoff`]), then sleeps 50 us between polls. About every
-    /// millisecond it answers hosts that connect and notices one that left.
+    /// yields (crossbeam's [`Backoff`]), then sleeps 50 us between polls. While idle,
+    /// about every millisecond, it answers hosts that connect and notices one that left.
     pub fn serve(&mut self, stop: &AtomicBool) -> Result<(), Stopped> {
         let backoff = Backoff::new();
         let mut checked = Instant::now();
         while !stop.load(Ordering::Relaxed) {
+            if self.poll()? {
+                backoff.reset();
+                continue;
+            }
+            // Only while idle: a busy poll loop does not read the clock.
             if checked.elapsed() > Duration::from_millis(1) {
                 checked = Instant::now();
                 self.connections();
             }
-            if self.poll()? {
-                backoff.reset();
-            } else if backoff.is_completed() {
+            if backoff.is_completed() {
                 std::thread::sleep(Duration::from_micros(50));
             } else {
                 backoff.snooze();
