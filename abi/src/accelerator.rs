@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Results of one quantum, per user, in device words.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QuantumOutput {
     /// Allocations.
     pub alloc: Vec<u32>,
@@ -17,6 +17,10 @@ pub struct QuantumOutput {
     pub credits: Vec<u32>,
     /// Clock cycles the device reports for the quantum (0 where it counts none).
     pub cycles: u32,
+    /// Nanoseconds the device reports it spent on the quantum, doorbell to last result
+    /// (0 where it reports none): the emulator's clock, the in-process engine's
+    /// simulation time. The host's round trip minus this is what the protocol costs.
+    pub device_ns: u64,
 }
 
 /// Why a device did not give a usable answer. The host's offload backend stops using a
@@ -123,6 +127,24 @@ pub trait Accelerator: Send {
     /// refuses is answered with [`DeviceError::Refused`] and changes nothing.
     fn quantum(&mut self, mode: Mode, fair: u32, guaranteed: u32, demand: &[u32])
         -> Result<QuantumOutput, DeviceError>;
+    /// [`Accelerator::quantum`] into `out`, reusing its buffers: a device on the fast
+    /// path allocates nothing per quantum. On error `out` holds no result.
+    fn quantum_into(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        out: &mut QuantumOutput,
+    ) -> Result<(), DeviceError> {
+        *out = self.quantum(mode, fair, guaranteed, demand)?;
+        Ok(())
+    }
+    /// A hint from the caller, for the waits that follow: `true` while another of its
+    /// threads needs the CPU (the offload's verifier with quanta queued), so a device
+    /// that spins while it waits should block soon instead; `false` when nothing else
+    /// does, so spinning is the fastest wait. Changes no result.
+    fn set_blocking_wait(&mut self, _block: bool) {}
 }
 
 impl<A: Accelerator + ?Sized> Accelerator for Box<A> {
@@ -146,6 +168,19 @@ impl<A: Accelerator + ?Sized> Accelerator for Box<A> {
         demand: &[u32],
     ) -> Result<QuantumOutput, DeviceError> {
         (**self).quantum(mode, fair, guaranteed, demand)
+    }
+    fn quantum_into(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        out: &mut QuantumOutput,
+    ) -> Result<(), DeviceError> {
+        (**self).quantum_into(mode, fair, guaranteed, demand, out)
+    }
+    fn set_blocking_wait(&mut self, block: bool) {
+        (**self).set_blocking_wait(block)
     }
 }
 

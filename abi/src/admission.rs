@@ -106,6 +106,35 @@ pub fn admit<T: Copy + Into<u64>>(
     Ok(())
 }
 
+/// [`admit`]'s verdict for words, in one branch-free pass (a host checks every quantum
+/// before it sends it): true exactly when [`admit`] accepts. When it refuses, [`admit`]
+/// says why.
+pub fn admits(limits: &Limits, mode_word: u32, fair: u64, guaranteed: u64, credits: &[u32], demand: &[u32]) -> bool {
+    let n = demand.len();
+    if admit_config(limits, mode_word, n, fair, guaranteed).is_err() {
+        return false;
+    }
+    if mode_word != mode::STRICT && n as u64 * fair >= WORD_LIMIT {
+        return false;
+    }
+    // Every value below 2^31 exactly when their OR is.
+    let mut high = 0u64;
+    if mode_word == mode::KARMA {
+        if credits.len() != n {
+            return false;
+        }
+        let free = fair - guaranteed;
+        for (&c, &d) in credits.iter().zip(demand) {
+            // The most the balance can reach this quantum (at least the balance itself).
+            high |= c as u64 + free + guaranteed.saturating_sub(d as u64);
+            high |= d as u64;
+        }
+    } else {
+        high = demand.iter().fold(0, |h, &d| h | d as u64);
+    }
+    high < WORD_LIMIT
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +185,48 @@ mod tests {
         let r = admit::<u64>(&DEV, mode::KARMA, 2, 1, &[0, 0, 7], &[1, 2, WORD_LIMIT]).unwrap_err();
         let text = r.to_string();
         assert!(text.contains("user 2") && text.contains("2147483648") && text.contains("status code 3"), "{text}");
+    }
+
+    #[test]
+    fn the_fast_verdict_agrees_with_the_rule() {
+        // Values at and around every edge of the rule, and random ones.
+        let edges = [0u64, 1, 2, 3, 5, WORD_MAX - 8, WORD_MAX - 2, WORD_MAX - 1, WORD_MAX, WORD_LIMIT, u32::MAX as u64];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let pick = |next: &mut dyn FnMut() -> u64| {
+            let r = next();
+            if r.is_multiple_of(3) {
+                r >> 33
+            } else {
+                edges[(r % edges.len() as u64) as usize]
+            }
+        };
+        let (mut accepted, mut refused) = (0, 0);
+        for _ in 0..200_000 {
+            let n = (next() % 9) as usize;
+            let mode_word = (next() % 4) as u32;
+            let fair = pick(&mut next).max(1) % (WORD_LIMIT + 1);
+            let guaranteed = if next() % 4 == 0 { pick(&mut next) } else { fair / 2 };
+            let credits: Vec<u32> = (0..n).map(|_| pick(&mut next).min(u32::MAX as u64) as u32).collect();
+            let demand: Vec<u32> = (0..n).map(|_| pick(&mut next).min(u32::MAX as u64) as u32).collect();
+            let short = if next() % 20 == 0 { &credits[..n.saturating_sub(1)] } else { &credits[..] };
+            let rule = admit(&DEV, mode_word, fair, guaranteed, short, &demand).is_ok();
+            assert_eq!(
+                admits(&DEV, mode_word, fair, guaranteed, short, &demand),
+                rule,
+                "mode {mode_word} f {fair} g {guaranteed} credits {short:?} demand {demand:?}"
+            );
+            if rule {
+                accepted += 1
+            } else {
+                refused += 1
+            }
+        }
+        assert!(accepted > 10_000 && refused > 10_000, "both verdicts exercised: {accepted} / {refused}");
     }
 }

@@ -21,5 +21,5 @@ pub mod admission;
 pub mod registers;
 
 pub use accelerator::{Accelerator, DeviceError, QuantumOutput};
-pub use admission::{admit, admit_config, Limits, Refusal, WORD_LIMIT, WORD_MAX};
+pub use admission::{admit, admit_config, admits, Limits, Refusal, WORD_LIMIT, WORD_MAX};
 pub use registers::*;

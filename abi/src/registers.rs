@@ -31,7 +31,7 @@ pub const MAGIC_VALUE: u32 = 0x4653_4131;
 /// ABI major version: a host refuses a device whose major differs.
 pub const VERSION_MAJOR: u32 = 1;
 /// ABI minor version: additions only.
-pub const VERSION_MINOR: u32 = 0;
+pub const VERSION_MINOR: u32 = 1;
 /// The `VERSION` register value.
 pub const VERSION_VALUE: u32 = (VERSION_MAJOR << 16) | VERSION_MINOR;
 /// Bytes of BAR0 the ABI uses (the BAR may be larger).
@@ -324,8 +324,9 @@ pub const DEMAND_BYTES: usize = 4;
 /// Bytes per result entry: allocation (u32 LE) then credits after the quantum (u32 LE).
 pub const RESULT_ENTRY_BYTES: usize = 8;
 /// Bytes of the completion record: sequence number, status word (the `STATUS` layout),
-/// cycles, quanta finished (each u32 LE). Written after the results.
-pub const COMPLETION_BYTES: usize = 16;
+/// cycles, quanta finished, device nanoseconds (low word, then high word), and two
+/// reserved words written as 0 (each u32 LE). Written after the results.
+pub const COMPLETION_BYTES: usize = 32;
 
 /// The completion record the device writes after the results of a quantum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -338,17 +339,22 @@ pub struct Completion {
     pub cycles: u32,
     /// `QUANTA` after the quantum.
     pub quanta: u32,
+    /// Nanoseconds the device measured from the doorbell to its last result (ABI 1.1):
+    /// the emulator's own clock. 0 from a device that counts only `cycles` (the RTL's
+    /// counter; its time is `cycles` over its clock).
+    pub device_ns: u64,
 }
 
 impl Completion {
     /// The record as the words the device writes, in order.
     pub fn to_words(self) -> [u32; COMPLETION_BYTES / 4] {
-        [self.seq, self.status, self.cycles, self.quanta]
+        let ns = self.device_ns;
+        [self.seq, self.status, self.cycles, self.quanta, ns as u32, (ns >> 32) as u32, 0, 0]
     }
 
     /// Parses the record's words.
     pub fn from_words(w: [u32; COMPLETION_BYTES / 4]) -> Self {
-        Completion { seq: w[0], status: w[1], cycles: w[2], quanta: w[3] }
+        Completion { seq: w[0], status: w[1], cycles: w[2], quanta: w[3], device_ns: (w[5] as u64) << 32 | w[4] as u64 }
     }
 }
 
@@ -401,7 +407,7 @@ pub fn markdown() -> String {
     );
     s += &format!(
         "\nStatus codes (`STATUS.error`): {}.\n\nBuffers: demands {DEMAND_BYTES} bytes per user; results {RESULT_ENTRY_BYTES} bytes per user \
-         (allocation, credits after); completion record {COMPLETION_BYTES} bytes (sequence number, status, cycles, quanta).\n",
+         (allocation, credits after); completion record {COMPLETION_BYTES} bytes (sequence number, status, cycles, quanta, device nanoseconds low and high, two reserved zero words).\n",
         (0..=6).map(|c| format!("{c} {}", status::describe(c))).collect::<Vec<_>>().join("; ")
     );
     s
@@ -457,7 +463,7 @@ mod tests {
 
     #[test]
     fn completion_round_trips() {
-        let c = Completion { seq: 7, status: 0x502, cycles: 300, quanta: u32::MAX };
+        let c = Completion { seq: 7, status: 0x502, cycles: 300, quanta: u32::MAX, device_ns: 5 << 32 | 9 };
         assert_eq!(Completion::from_words(c.to_words()), c);
         assert_eq!(c.to_words()[0], 7, "the sequence number is the first word (the one the host polls)");
     }

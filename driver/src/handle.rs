@@ -5,7 +5,7 @@
 //! registers. [`DeviceHandle`] is an [`Accelerator`].
 
 use crate::mmio::{barrier, OutOfBounds, Region};
-use crossbeam::utils::Backoff;
+use crate::signal::{self, Spinner};
 use fairshare_abi::{self as abi, Accelerator, Completion, DeviceError, Limits, Mode, QuantumOutput};
 use std::time::{Duration, Instant};
 
@@ -123,6 +123,14 @@ pub struct DeviceHandle {
     _owner: Option<Box<dyn std::any::Any + Send>>,
     /// Whether whatever serves the device is still there, and what to say if not.
     liveness: Option<(Box<dyn Fn() -> bool + Send>, String)>,
+    /// The device shares this process's memory and takes part in [`crate::signal`]
+    /// (the emulator): kick it after commands, block on a futex while waiting. A real
+    /// device is polled.
+    shared: bool,
+    /// The result buffer's words of the last quantum (reused).
+    raw: Vec<u32>,
+    /// How long a wait spins before it blocks ([`Accelerator::set_blocking_wait`]).
+    spin: Duration,
 }
 
 impl DeviceHandle {
@@ -199,6 +207,9 @@ impl DeviceHandle {
             label,
             _owner: owner,
             liveness: None,
+            shared: false,
+            raw: Vec::new(),
+            spin: signal::HOST_SPIN,
         };
         for (lo, hi, off) in [
             (abi::DEMAND_ADDR_LO, abi::DEMAND_ADDR_HI, dev.layout.demand),
@@ -226,6 +237,21 @@ impl DeviceHandle {
         self.liveness = Some((alive, gone));
     }
 
+    /// Declares that whatever serves the device shares its memory with this process and
+    /// speaks [`crate::signal`]: commands kick it, waits block on a futex after the
+    /// spin instead of polling with sleeps. For the emulator's shared-memory file only.
+    pub fn set_shared_memory(&mut self) {
+        self.shared = true;
+    }
+
+    /// After a command: wake an emulator that sleeps.
+    fn kick(&self) -> Result<(), OutOfBounds> {
+        if self.shared {
+            signal::kick(&self.bar)?;
+        }
+        Ok(())
+    }
+
     /// The capabilities read at attach time.
     pub fn info(&self) -> DeviceInfo {
         self.info
@@ -241,7 +267,8 @@ impl DeviceHandle {
         fair: u32,
         guaranteed: u32,
         demand: &[u32],
-    ) -> Result<QuantumOutput, DeviceError> {
+        out: &mut QuantumOutput,
+    ) -> Result<(), DeviceError> {
         let n = demand.len();
         abi::admit_config(&self.limits(), mode.word(), n, fair as u64, guaranteed as u64)?;
         let seq = self.seq.wrapping_add(1);
@@ -254,8 +281,15 @@ impl DeviceHandle {
         self.reg_write(abi::GUARANTEED.offset, guaranteed)?;
         barrier();
         self.reg_write(abi::DOORBELL.offset, seq)?;
+        self.kick()?;
         self.seq = seq;
-        self.wait(|| format!("sequence number {seq}"), |dev| Ok(dev.dma.read32(dev.layout.completion)? != !seq))?;
+        let completion = Word::Dma(self.layout.completion);
+        self.wait(
+            || format!("sequence number {seq}"),
+            completion,
+            !seq,
+            |dev| Ok(dev.dma.read32(dev.layout.completion)? != !seq),
+        )?;
         barrier();
         let mut words = [0u32; abi::COMPLETION_BYTES / 4];
         self.dma.read_words(self.layout.completion, &mut words)?;
@@ -270,35 +304,56 @@ impl DeviceHandle {
         if code != abi::status::NONE {
             return Err(DeviceError::Refused { code });
         }
-        let mut raw = vec![0u32; 2 * n];
-        self.dma.read_words(self.layout.result, &mut raw)?;
-        let (alloc, credits) = raw.chunks_exact(2).map(|e| (e[0], e[1])).unzip();
-        Ok(QuantumOutput { alloc, credits, cycles: record.cycles })
+        self.raw.resize(2 * n, 0);
+        self.dma.read_words(self.layout.result, &mut self.raw)?;
+        out.alloc.resize(n, 0);
+        out.credits.resize(n, 0);
+        for ((a, c), entry) in out.alloc.iter_mut().zip(out.credits.iter_mut()).zip(self.raw.chunks_exact(2)) {
+            (*a, *c) = (entry[0], entry[1]);
+        }
+        out.cycles = record.cycles;
+        out.device_ns = record.device_ns;
+        Ok(())
     }
 
     fn credit_command(&mut self, write: bool) -> Result<(), DeviceError> {
         self.tag = (self.tag + 1) & 0xFF_FFFF;
         let cmd = abi::CREDIT_CMD_TAG.set(abi::CREDIT_CMD_WRITE.set(0, write as u32), self.tag);
+        let before = self.reg_read(abi::CREDIT_ACK.offset)?;
         barrier();
         self.reg_write(abi::CREDIT_CMD.offset, cmd)?;
-        self.wait(|| format!("credit command 0x{cmd:08X}"), |dev| Ok(dev.reg_read(abi::CREDIT_ACK.offset)? == cmd))?;
+        self.kick()?;
+        let ack = Word::Bar(abi::CREDIT_ACK.offset as usize);
+        self.wait(
+            || format!("credit command 0x{cmd:08X}"),
+            ack,
+            before,
+            |dev| Ok(dev.reg_read(abi::CREDIT_ACK.offset)? == cmd),
+        )?;
         barrier();
         Ok(())
     }
 
-    /// Polls `done` until it holds or the timeout passes. Spins with exponential
-    /// back-off first, then yields (crossbeam's [`Backoff`]: a fast device answers in
-    /// microseconds), then sleeps 20 us between polls, so that a slow one (the RTL
-    /// emulator on the same cores) keeps the CPU to itself.
+    /// Waits until `done` holds or the timeout passes. Spins first ([`Spinner`], for
+    /// [`signal::HOST_SPIN`], or [`signal::HOST_SPIN_SHARED`] when the caller's other
+    /// threads need the CPU: a fast device answers in microseconds); then, with the emulator,
+    /// blocks on a futex on `word` while it still holds `pending` (woken by the
+    /// emulator's write), or, with a real device, polls every 20 us. Checks the
+    /// liveness about every millisecond.
     fn wait(
         &self,
         what: impl FnOnce() -> String,
+        word: Word,
+        pending: u32,
         mut done: impl FnMut(&Self) -> Result<bool, DeviceError>,
     ) -> Result<(), DeviceError> {
         let start = Instant::now();
-        let backoff = Backoff::new();
+        let spinner = Spinner::new(self.spin);
         let mut checked = start;
         while !done(self)? {
+            if spinner.spin() {
+                continue;
+            }
             let now = Instant::now();
             if now - start > self.timeout {
                 return Err(DeviceError::Timeout { what: what(), after: self.timeout });
@@ -311,10 +366,15 @@ impl DeviceHandle {
                     }
                 }
             }
-            if backoff.is_completed() {
-                std::thread::sleep(Duration::from_micros(20));
+            if self.shared {
+                let word = match word {
+                    Word::Dma(off) => self.dma.word(off)?,
+                    Word::Bar(off) => self.bar.word(off)?,
+                };
+                let left = self.timeout.saturating_sub(now - start).min(Duration::from_millis(1));
+                signal::sleep_while(self.bar.word(signal::HOST_ASLEEP)?, word, pending, left);
             } else {
-                backoff.snooze();
+                std::thread::sleep(Duration::from_micros(20));
             }
         }
         Ok(())
@@ -379,8 +439,32 @@ impl Accelerator for DeviceHandle {
         guaranteed: u32,
         demand: &[u32],
     ) -> Result<QuantumOutput, DeviceError> {
-        self.run_quantum(mode, fair, guaranteed, demand)
+        let mut out = QuantumOutput::default();
+        self.run_quantum(mode, fair, guaranteed, demand, &mut out)?;
+        Ok(out)
     }
+    fn quantum_into(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        out: &mut QuantumOutput,
+    ) -> Result<(), DeviceError> {
+        self.run_quantum(mode, fair, guaranteed, demand, out)
+    }
+    fn set_blocking_wait(&mut self, block: bool) {
+        self.spin = if block { signal::HOST_SPIN_SHARED } else { signal::HOST_SPIN };
+    }
+}
+
+/// A word a wait blocks on.
+#[derive(Clone, Copy)]
+enum Word {
+    /// In the DMA region (the completion record).
+    Dma(usize),
+    /// In BAR0 (a register).
+    Bar(usize),
 }
 
 #[cfg(test)]

@@ -10,13 +10,15 @@
 //!   an [`Accelerator`].
 //! - [`shm`]: the emulated device's shared-memory file; [`vfio`]: a real one bound to
 //!   `vfio-pci`. Both give a [`DeviceHandle`].
-//! - [`mmio`]: checked volatile access to mapped memory (the crate's only `unsafe`).
+//! - [`mmio`]: checked access to mapped memory (the crate's only `unsafe`).
+//! - [`signal`]: how a host and the emulator wait for each other (spin, then a futex).
 //!
 //! [`Accelerator`]: fairshare_abi::Accelerator
 
 pub mod handle;
 pub mod mmio;
 pub mod shm;
+pub mod signal;
 pub mod vfio;
 
 pub use handle::{DeviceHandle, DeviceInfo, DmaLayout, OpenError};

@@ -3,6 +3,9 @@
 //! it touches memory, and register accesses are volatile 32-bit loads and stores, so
 //! the compiler neither merges, reorders nor drops them.
 //!
+//! Registers are read and written one word at a time; the buffers that the protocol
+//! hands over whole (demands, results) move with one bulk copy each.
+//!
 //! Safety argument, once for the module: a [`Region`] owns its mapping (`MmapMut`) for
 //! as long as it lives, so `ptr .. ptr + len` stays valid; offsets are checked against
 //! `len` and 4-byte alignment before any pointer is formed; the mapping's base is page
@@ -15,7 +18,7 @@
 use memmap2::{MmapMut, MmapOptions};
 use std::fs::File;
 use std::os::fd::RawFd;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// An access outside a region or not 4-byte aligned (a bug in the caller, or a device
 /// buffer address that does not fit the mapping).
@@ -95,24 +98,52 @@ impl Region {
         Ok(())
     }
 
-    /// Volatile loads of consecutive words into `out`.
+    /// Copies consecutive words into `out` in one bulk copy (little-endian, as the
+    /// device writes them). For buffers that the protocol hands over whole (demands
+    /// before the doorbell, results before the completion record), never for
+    /// registers: the other side does not write the span while it is read, so a plain
+    /// copy sees what was written before the hand-over (the caller's [`barrier`]
+    /// orders it), and any bit pattern is a valid `u32` should a faulty device write
+    /// anyway.
     pub fn read_words(&self, offset: usize, out: &mut [u32]) -> Result<(), OutOfBounds> {
         self.check(offset, out.len() * 4)?;
-        for (i, w) in out.iter_mut().enumerate() {
-            // SAFETY: the whole span was checked above.
-            *w = u32::from_le(unsafe { std::ptr::read_volatile(self.map.as_ptr().add(offset + 4 * i) as *const u32) });
+        // SAFETY: the whole span was checked above; `out` is a distinct allocation of
+        // this process, so the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.map.as_ptr().add(offset) as *const u32, out.as_mut_ptr(), out.len())
+        };
+        if cfg!(target_endian = "big") {
+            out.iter_mut().for_each(|w| *w = u32::from_le(*w));
         }
         Ok(())
     }
 
-    /// Volatile stores of consecutive words.
+    /// Copies `words` to consecutive words in one bulk copy (see [`Region::read_words`]
+    /// for when that is sound).
     pub fn write_words(&self, offset: usize, words: &[u32]) -> Result<(), OutOfBounds> {
         self.check(offset, words.len() * 4)?;
-        for (i, w) in words.iter().enumerate() {
-            // SAFETY: the whole span was checked above.
-            unsafe { std::ptr::write_volatile(self.map.as_ptr().add(offset + 4 * i) as *mut u32, w.to_le()) };
+        if cfg!(target_endian = "big") {
+            for (i, w) in words.iter().enumerate() {
+                self.write32(offset + 4 * i, *w)?;
+            }
+            return Ok(());
         }
+        // SAFETY: the whole span was checked above; the mapping is writable and does
+        // not overlap `words`, which this process owns.
+        unsafe {
+            std::ptr::copy_nonoverlapping(words.as_ptr(), self.map.as_ptr().add(offset) as *mut u32, words.len())
+        };
         Ok(())
+    }
+
+    /// The word at `offset` as an atomic, for the futex words that a host and the
+    /// emulator wait on and wake each other through ([`crate::signal`]).
+    pub fn word(&self, offset: usize) -> Result<&AtomicU32, OutOfBounds> {
+        self.check(offset, 4)?;
+        // SAFETY: checked in bounds and 4-byte aligned; the mapping lives as long as
+        // `self`, to which the reference is tied. `AtomicU32` has the layout of `u32`
+        // and is made for memory that other threads and processes change.
+        Ok(unsafe { &*(self.map.as_ptr().add(offset) as *const AtomicU32) })
     }
 }
 

@@ -5,7 +5,8 @@
 //! process, the emulator's, the host's or a third one, can truncate it under a mapping
 //! and kill a process with `SIGBUS`. `PATH` is a Unix socket: a host connects, and the
 //! emulator answers with one byte and, if it is free, the memfd (`SCM_RIGHTS`). Bytes
-//! `0 .. BAR_WINDOW` of the memory are BAR0 (the register map of [`fairshare_abi`]); the
+//! `0 .. BAR_WINDOW` of the memory are BAR0 (the register map of [`fairshare_abi`], then
+//! the words of [`crate::signal`] by which host and emulator wake each other); the
 //! DMA region follows, laid out by [`DmaLayout`], and bus addresses are offsets into
 //! it. The host code above [`DeviceHandle`] cannot tell this from VFIO.
 //!
@@ -215,6 +216,7 @@ pub fn open(path: &Path) -> Result<DeviceHandle, OpenError> {
         Box::new(move || peer_alive(&stream)),
         format!("the emulator serving {shown} is gone (its process ended or closed the connection)"),
     );
+    handle.set_shared_memory();
     Ok(handle)
 }
 

@@ -15,10 +15,10 @@
 //! Owns the device's side of the protocol only; depends on the ABI, the driver's
 //! shared-memory file and the engines of `fairshare-hdl`, never on the host library.
 
-use crossbeam::utils::Backoff;
 use fairshare_abi::{self as abi, Accelerator, Completion, DeviceError, Mode};
 use fairshare_driver::mmio::{barrier, OutOfBounds, Region};
 use fairshare_driver::shm::{self, ClaimError};
+use fairshare_driver::signal::{self, Spinner};
 use fairshare_hdl::catalog::{self, HdlError, SimulatedEngine, SoftwareEngine};
 use std::fs::File;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -92,15 +92,21 @@ pub enum FaultKind {
     Late,
     /// The completion carries another sequence number.
     WrongSeq,
-    /// User 0's allocation is one slice more than computed.
+    /// User 0's allocation is one slice more than computed (breaks an invariant: the
+    /// host's cheap check sees it in every verification mode).
     Corrupt,
+    /// One slice moved from a borrower to another user who wanted more, with a credit
+    /// moved back (the first pair of users where that is possible; none if there is
+    /// none), and the device keeps the changed balances. Keeps every invariant: only an
+    /// exact recomputation sees it (`--verify sync`, `async`, a sampled quantum).
+    Swap,
     /// Half of the results are written, then the emulator stops ([`Emulator::serve`]
     /// returns [`Stopped::Crashed`]; `fairshare device-sim` exits with status 70).
     Crash,
 }
 
 /// A fault at one quantum: `KIND@Q`, e.g. `late@3`, `wrong-seq@1`, `corrupt@10`,
-/// `crash@5`.
+/// `swap@7`, `crash@5`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fault {
     /// What.
@@ -119,8 +125,9 @@ impl FromStr for Fault {
             "late" => FaultKind::Late,
             "wrong-seq" => FaultKind::WrongSeq,
             "corrupt" => FaultKind::Corrupt,
+            "swap" => FaultKind::Swap,
             "crash" => FaultKind::Crash,
-            other => return Err(bad(format!("fault `{other}`: use late, wrong-seq, corrupt or crash"))),
+            other => return Err(bad(format!("fault `{other}`: use late, wrong-seq, corrupt, swap or crash"))),
         };
         let at: u64 = at.parse().map_err(|_| bad(format!("fault `{s}`: `{at}` is not a quantum number")))?;
         if at == 0 {
@@ -145,6 +152,10 @@ pub struct Emulator {
     quanta_ok: u32,
     last_seq: u32,
     last_cmd: u32,
+    /// The demands and result words of the last quantum (reused).
+    demand: Vec<u32>,
+    results: Vec<u32>,
+    out: abi::QuantumOutput,
     /// How late a `late` completion is (default 3 s, above the host's default 2 s timeout).
     pub late_by: Duration,
 }
@@ -163,7 +174,7 @@ impl Emulator {
         let engine: Box<dyn SimulatedEngine> = match model {
             Model::Rtl => catalog::engine(lanes, users)?,
             Model::Software => {
-                let capacity = catalog::engine_capacity(lanes, users)?;
+                let capacity = catalog::model_capacity(lanes, users)?;
                 Box::new(SoftwareEngine::new(lanes, capacity))
             }
         };
@@ -202,6 +213,9 @@ impl Emulator {
             quanta_ok: 0,
             last_seq: 0,
             last_cmd: 0,
+            demand: Vec::new(),
+            results: Vec::new(),
+            out: abi::QuantumOutput::default(),
             late_by: Duration::from_secs(3),
         })
     }
@@ -229,15 +243,23 @@ impl Emulator {
     }
 
     /// Serves until `stop` is set (or an injected crash). Polls the doorbell and the
-    /// credit command registers; when idle it spins with exponential back-off, then
-    /// yields (crossbeam's [`Backoff`]), then sleeps 50 us between polls. While idle,
-    /// about every millisecond, it answers hosts that connect and notices one that left.
+    /// credit command registers; when idle it spins (yielding now and then) for
+    /// [`signal::DEVICE_SPIN`], then blocks on the host's kick word (a futex,
+    /// [`fairshare_driver::signal`]) for up to 5 ms at a time: back-to-back quanta are
+    /// answered within microseconds, an idle device takes no CPU. While idle, about every
+    /// millisecond, it answers hosts that connect and notices one that left.
     pub fn serve(&mut self, stop: &AtomicBool) -> Result<(), Stopped> {
-        let backoff = Backoff::new();
+        let mut spinner = Spinner::new(signal::DEVICE_SPIN);
         let mut checked = Instant::now();
         while !stop.load(Ordering::Relaxed) {
+            // Read before polling: a kick after the poll changes it, and the sleep below
+            // then returns at once.
+            let kicked = self.bar.word(signal::KICK).map(|w| w.load(Ordering::SeqCst)).unwrap_or(0);
             if self.poll()? {
-                backoff.reset();
+                spinner.reset();
+                continue;
+            }
+            if spinner.spin() {
                 continue;
             }
             // Only while idle: a busy poll loop does not read the clock.
@@ -245,10 +267,8 @@ impl Emulator {
                 checked = Instant::now();
                 self.connections();
             }
-            if backoff.is_completed() {
-                std::thread::sleep(Duration::from_micros(50));
-            } else {
-                backoff.snooze();
+            if let (Ok(asleep), Ok(kick)) = (self.bar.word(signal::DEVICE_ASLEEP), self.bar.word(signal::KICK)) {
+                signal::sleep_while(asleep, kick, kicked, Duration::from_millis(5));
             }
         }
         Ok(())
@@ -307,6 +327,14 @@ impl Emulator {
         }
         barrier();
         self.set(abi::CREDIT_ACK, cmd);
+        self.wake_host(self.bar.word(abi::CREDIT_ACK.offset as usize));
+    }
+
+    /// Wakes a host that blocks on `word` (just written).
+    fn wake_host(&self, word: Result<&std::sync::atomic::AtomicU32, OutOfBounds>) {
+        if let (Ok(asleep), Ok(word)) = (self.bar.word(signal::HOST_ASLEEP), word) {
+            signal::wake(asleep, word);
+        }
     }
 
     /// Bus address registers as offsets into the DMA region.
@@ -316,24 +344,40 @@ impl Emulator {
 
     /// One quantum as the engine sees it: the configuration checked by the ABI's
     /// admission rule (users, shares, mode), then the engine, which checks the rest.
-    fn compute(
-        &mut self,
-        mode_word: u32,
-        fair: u32,
-        guaranteed: u32,
-        demand: &[u32],
-    ) -> Result<abi::QuantumOutput, u32> {
+    fn compute(&mut self, mode_word: u32, fair: u32, guaranteed: u32, demand: &[u32]) -> Result<(), u32> {
         abi::admit_config(&self.engine.limits(), mode_word, demand.len(), fair as u64, guaranteed as u64)
             .map_err(|r| r.code)?;
         let mode = Mode::from_word(mode_word).ok_or(abi::status::MODE)?;
-        self.engine.quantum(mode, fair, guaranteed, demand).map_err(|e| match e {
+        self.engine.quantum_into(mode, fair, guaranteed, demand, &mut self.out).map_err(|e| match e {
             DeviceError::Refused { code } => code,
             // The engines refuse with status codes only; anything else is a bad request.
             _ => abi::status::USERS,
         })
     }
 
+    /// The `swap` fault: moves one slice from a borrower `u` to a user `v` who got at
+    /// least its guaranteed share `g` and wanted more, and one credit from `v` to `u`,
+    /// as if the engine had picked the wrong lender; the engine keeps those balances.
+    fn swap(&mut self, g: u32) {
+        let (demand, out) = (&self.demand, &mut self.out);
+        let Some(u) = (0..out.alloc.len()).find(|&u| out.alloc[u] > g) else { return };
+        let lender = |v: usize| v != u && out.alloc[v] >= g && out.alloc[v] < demand[v] && out.credits[v] >= 1;
+        let Some(v) = (0..out.alloc.len()).find(|&v| lender(v)) else { return };
+        out.alloc[u] -= 1;
+        out.credits[u] += 1;
+        out.alloc[v] += 1;
+        out.credits[v] -= 1;
+        let lanes = self.engine.lanes();
+        for user in [u, v] {
+            let row = user / lanes;
+            let mut words = self.engine.read_row(row);
+            words[user % lanes] = self.out.credits[user];
+            self.engine.write_row(row, &words);
+        }
+    }
+
     fn quantum(&mut self, seq: u32) -> Result<(), Stopped> {
+        let start = Instant::now();
         self.served += 1;
         self.set(abi::STATUS, abi::STATUS_BUSY.set(0, 1));
         let mode = abi::CONTROL_MODE.get(self.reg(abi::CONTROL));
@@ -345,23 +389,35 @@ impl Emulator {
         let outcome = if n == 0 || n > self.engine.capacity() {
             Err(abi::status::USERS)
         } else {
-            let mut demand = vec![0u32; n];
-            match self.dma.read_words(demand_at, &mut demand) {
+            let mut demand = std::mem::take(&mut self.demand);
+            demand.resize(n, 0);
+            let read = self.dma.read_words(demand_at, &mut demand);
+            let outcome = read.map(|()| self.compute(mode, fair, guaranteed, &demand));
+            self.demand = demand;
+            match outcome {
                 Err(e) => {
                     eprintln!("device-sim: sequence number {seq}: demand buffer: {e}; no completion");
                     return Ok(());
                 }
-                Ok(()) => self.compute(mode, fair, guaranteed, &demand),
+                Ok(outcome) => outcome,
             }
         };
         let (code, cycles) = match outcome {
-            Ok(mut r) => {
+            Ok(()) => {
                 if self.fault(FaultKind::Corrupt) {
-                    r.alloc[0] += 1;
+                    self.out.alloc[0] += 1;
                 }
-                let words: Vec<u32> = r.alloc.iter().zip(&r.credits).flat_map(|(&a, &c)| [a, c]).collect();
+                if self.fault(FaultKind::Swap) {
+                    self.swap(guaranteed);
+                }
+                let r = &self.out;
+                let mut words = std::mem::take(&mut self.results);
+                words.clear();
+                words.extend(r.alloc.iter().zip(&r.credits).flat_map(|(&a, &c)| [a, c]));
                 let written = if self.fault(FaultKind::Crash) { &words[..words.len() / 2] } else { &words[..] };
-                if let Err(e) = self.dma.write_words(result_at, written) {
+                let wrote = self.dma.write_words(result_at, written);
+                self.results = words;
+                if let Err(e) = wrote {
                     eprintln!("device-sim: sequence number {seq}: result buffer: {e}; no completion");
                     return Ok(());
                 }
@@ -370,7 +426,7 @@ impl Emulator {
                     return Err(Stopped::Crashed);
                 }
                 self.quanta_ok = self.quanta_ok.wrapping_add(1);
-                (abi::status::NONE, r.cycles)
+                (abi::status::NONE, self.out.cycles)
             }
             Err(code) => (code, 0),
         };
@@ -379,7 +435,8 @@ impl Emulator {
         }
         let status = abi::STATUS_ERROR.set(abi::STATUS_DONE.set(0, 1), code);
         let echoed = if self.fault(FaultKind::WrongSeq) { seq.wrapping_add(7) } else { seq };
-        let words = Completion { seq: echoed, status, cycles, quanta: self.quanta_ok }.to_words();
+        let device_ns = start.elapsed().as_nanos() as u64;
+        let words = Completion { seq: echoed, status, cycles, quanta: self.quanta_ok, device_ns }.to_words();
         barrier();
         // Status, cycles and quanta first; the sequence number (what the host polls) last.
         if self
@@ -390,6 +447,7 @@ impl Emulator {
         {
             eprintln!("device-sim: sequence number {seq}: the completion address is outside the DMA region");
         }
+        self.wake_host(self.dma.word(completion_at));
         self.set(abi::CYCLES, cycles);
         self.set(abi::QUANTA, self.quanta_ok);
         self.set(abi::SEQ_DONE, seq);

@@ -12,6 +12,9 @@
 
 use crate::engine_sim::EngineSim;
 use crate::verilog::{device_shell, device_verilog, engine_shell, engine_verilog};
+use fairshare::credits::FRAC_BITS;
+use fairshare::policy::{run_into, Outcome, Workspace};
+use fairshare::{Credits, Implementation, KarmaParams};
 use fairshare_abi::{self as abi, Accelerator, DeviceError, Limits, Mode, QuantumOutput};
 
 /// Capacities (users) of the shapes in this build.
@@ -89,8 +92,12 @@ impl<const P: usize, const A: usize> Accelerator for EngineSim<P, A> {
         guaranteed: u32,
         demand: &[u32],
     ) -> Result<QuantumOutput, DeviceError> {
-        EngineSim::quantum(self, mode.word() as u8, fair, guaranteed, demand)
-            .map_err(|e| DeviceError::Refused { code: e.0 })
+        let start = std::time::Instant::now();
+        let mut out = EngineSim::quantum(self, mode.word() as u8, fair, guaranteed, demand)
+            .map_err(|e| DeviceError::Refused { code: e.0 })?;
+        // In process, the simulation is the device: its time is the device's.
+        out.device_ns = start.elapsed().as_nanos() as u64;
+        Ok(out)
     }
 }
 
@@ -199,19 +206,55 @@ pub fn engine(lanes: usize, users: usize) -> Result<Box<dyn SimulatedEngine>, Hd
     )
 }
 
+/// Capacities (users) the software model [`SoftwareEngine`] comes in: those of the RTL
+/// shapes and, beyond them, what no RTL shape of this build holds (the model is not
+/// bound by what is synthesized).
+pub const MODEL_CAPACITIES: [usize; 8] = [64, 256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576];
+
+/// The capacity of the smallest software model of `lanes` lanes that holds `users`.
+pub fn model_capacity(lanes: usize, users: usize) -> Result<usize, HdlError> {
+    let Some(&capacity) = MODEL_CAPACITIES.iter().find(|&&c| c >= users && users > 0) else {
+        return Err(HdlError::Shape(format!(
+            "{users} users: the engine model holds 1 to {} users",
+            MODEL_CAPACITIES[7]
+        )));
+    };
+    if !LANES.contains(&lanes) {
+        return Err(HdlError::Shape(format!("{lanes} lanes: this build's engines have {:?} lanes", LANES)));
+    }
+    Ok(capacity)
+}
+
 /// The software stand-in for an engine of `lanes` lanes and `capacity` users: the same
 /// interface, the same status codes for what does not fit (the ABI's admission rule,
-/// [`fairshare_abi::admit`], which the RTL implements in hardware), results from
-/// [`crate::oracle::expected`]. Used by the emulator when cycle accuracy is not wanted.
+/// [`fairshare_abi::admit`], which the RTL implements in hardware), the results of the
+/// software policies as [`crate::oracle::expected`] states them (the same parameters,
+/// [`crate::oracle::params`], and the batched implementation), with the parameters and
+/// buffers kept between quanta so that it is as fast as the host's software. Used by
+/// the emulator when cycle accuracy is not wanted.
 pub struct SoftwareEngine {
     lanes: usize,
     credits: Vec<u32>,
+    /// The pool of the last quantum, `(users, fair, guaranteed)`, and its buffers.
+    pool: Option<((usize, u32, u32), KarmaParams)>,
+    workspace: Workspace,
+    outcome: Outcome,
+    demand: Vec<u64>,
+    before: Vec<Credits>,
 }
 
 impl SoftwareEngine {
     /// All balances 0.
     pub fn new(lanes: usize, capacity: usize) -> Self {
-        SoftwareEngine { lanes, credits: vec![0; capacity] }
+        SoftwareEngine {
+            lanes,
+            credits: vec![0; capacity],
+            pool: None,
+            workspace: Workspace::default(),
+            outcome: Outcome::default(),
+            demand: Vec::new(),
+            before: Vec::new(),
+        }
     }
 
     /// One quantum with the mode as the register word holds it (any value, as the
@@ -223,6 +266,21 @@ impl SoftwareEngine {
         guaranteed: u32,
         demand: &[u32],
     ) -> Result<QuantumOutput, DeviceError> {
+        let mut out = QuantumOutput::default();
+        self.quantum_word_into(mode_word, fair, guaranteed, demand, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`SoftwareEngine::quantum_word`] into `out`, reusing its buffers.
+    pub fn quantum_word_into(
+        &mut self,
+        mode_word: u32,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        out: &mut QuantumOutput,
+    ) -> Result<(), DeviceError> {
+        let start = std::time::Instant::now();
         let n = demand.len();
         // More users than balances: the admission rule refuses before it reads any.
         let before = self.credits.get(..n).unwrap_or(&[]);
@@ -233,10 +291,34 @@ impl SoftwareEngine {
         };
         // Past admission the software accepts the quantum and its balances stay below
         // 2^31; were one not to fit a word after all, CREDIT is what it would be.
-        let (alloc, credits) = crate::oracle::expected(mode, fair, guaranteed, before, demand)
-            .map_err(|_| DeviceError::Refused { code: abi::status::CREDIT })?;
-        self.credits[..n].copy_from_slice(&credits);
-        Ok(QuantumOutput { alloc, credits, cycles: 0 })
+        let refused = DeviceError::Refused { code: abi::status::CREDIT };
+        let key = (n, fair, guaranteed);
+        if self.pool.as_ref().is_none_or(|(k, _)| *k != key) {
+            let params = crate::oracle::params(n, fair, guaranteed).map_err(|_| refused.clone())?;
+            self.pool = Some((key, params));
+        }
+        let Some((_, params)) = self.pool.as_ref() else { return Err(refused) };
+        self.demand.clear();
+        self.demand.extend(demand.iter().map(|&d| d as u64));
+        self.before.clear();
+        self.before.extend(self.credits[..n].iter().map(|&c| Credits::from_raw((c as i64) << FRAC_BITS)));
+        let policy = crate::oracle::policy(mode);
+        let (workspace, outcome) = (&mut self.workspace, &mut self.outcome);
+        run_into(policy, Implementation::Batched, params, &self.demand, &self.before, workspace, outcome)
+            .map_err(|_| refused.clone())?;
+        let fits = outcome.alloc.iter().all(|&a| a <= u32::MAX as u64)
+            && outcome.credits.iter().all(|c| c.is_integer() && (0..=u32::MAX as i64).contains(&c.floor_int()));
+        if !fits {
+            return Err(refused);
+        }
+        out.alloc.clear();
+        out.alloc.extend(outcome.alloc.iter().map(|&a| a as u32));
+        out.credits.clear();
+        out.credits.extend(outcome.credits.iter().map(|c| c.floor_int() as u32));
+        self.credits[..n].copy_from_slice(&out.credits);
+        out.cycles = 0;
+        out.device_ns = start.elapsed().as_nanos() as u64;
+        Ok(())
     }
 }
 
@@ -263,6 +345,16 @@ impl Accelerator for SoftwareEngine {
         demand: &[u32],
     ) -> Result<QuantumOutput, DeviceError> {
         self.quantum_word(mode.word(), fair, guaranteed, demand)
+    }
+    fn quantum_into(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        out: &mut QuantumOutput,
+    ) -> Result<(), DeviceError> {
+        self.quantum_word_into(mode.word(), fair, guaranteed, demand, out)
     }
 }
 

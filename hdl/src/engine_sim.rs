@@ -182,6 +182,6 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
             return Err(EngineError(code));
         }
         assert_eq!(alloc.len(), n, "engine emitted {} results for {n} users", alloc.len());
-        Ok(QuantumOutput { alloc, credits, cycles: self.uut.cycles.val().to_u64() as u32 })
+        Ok(QuantumOutput { alloc, credits, cycles: self.uut.cycles.val().to_u64() as u32, device_ns: 0 })
     }
 }

@@ -7,6 +7,22 @@ use fairshare::policy::{karma, maxmin, strict};
 use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
 use fairshare_abi::Mode;
 
+/// The pool the engine computes for: `users` users of fair share `fair` and guaranteed
+/// share `guaranteed` (Algorithm 1).
+pub fn params(users: usize, fair: u32, guaranteed: u32) -> Result<KarmaParams, fairshare::Error> {
+    let alpha = Alpha::new(guaranteed as u64, fair as u64)?;
+    KarmaParams::from_config(&PoolConfig::equal(users, fair as u64, alpha, 0)?)
+}
+
+/// The software policy of `mode`.
+pub fn policy(mode: Mode) -> fairshare::Policy {
+    match mode {
+        Mode::Karma => fairshare::Policy::Karma,
+        Mode::MaxMin => fairshare::Policy::MaxMin,
+        Mode::Strict => fairshare::Policy::Strict,
+    }
+}
+
 /// Allocations and credits after the quantum, per user, for `mode`, fair share
 /// `fair`, guaranteed share `guaranteed` and the credits before.
 /// An error names what does not fit the engine's units (never a silent truncation).
@@ -17,9 +33,7 @@ pub fn expected(
     credits: &[u32],
     demand: &[u32],
 ) -> Result<(Vec<u32>, Vec<u32>), String> {
-    let alpha = Alpha::new(guaranteed as u64, fair as u64).map_err(|e| e.to_string())?;
-    let config = PoolConfig::equal(demand.len(), fair as u64, alpha, 0).map_err(|e| e.to_string())?;
-    let params = KarmaParams::from_config(&config).map_err(|e| e.to_string())?;
+    let params = params(demand.len(), fair, guaranteed).map_err(|e| e.to_string())?;
     let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
     let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_int(x as i64).unwrap_or(Credits::MAX)).collect();
     let (alloc, after) = match mode {
