@@ -93,17 +93,23 @@ impl std::fmt::Display for Backend {
 /// How device backends are used.
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceOptions {
-    /// Full verification (the default) or invariant checks only.
+    /// How results are verified (`--verify`; `async` unless told otherwise).
     pub verify: Verify,
     /// Completion timeout.
     pub timeout: Duration,
 }
 
 impl DeviceOptions {
-    /// From the command line's `--no-verify` and `--timeout-ms`.
-    pub fn new(no_verify: bool, timeout_ms: u64) -> Self {
-        let verify = if no_verify { Verify::Checks } else { Verify::Full };
+    /// From the command line's `--verify` and `--timeout-ms`.
+    pub fn new(verify: Verify, timeout_ms: u64) -> Self {
         DeviceOptions { verify, timeout: Duration::from_millis(timeout_ms) }
+    }
+}
+
+impl Default for DeviceOptions {
+    /// `async` verification, a 2 s timeout.
+    fn default() -> Self {
+        DeviceOptions::new(Verify::DEVICE_DEFAULT, 2_000)
     }
 }
 

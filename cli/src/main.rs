@@ -22,6 +22,7 @@ mod replay;
 mod selftest;
 
 use clap::{Parser, Subcommand};
+use fairshare::offload::Verify;
 use fairshare::{Alpha, Credits, Policy};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -133,12 +134,8 @@ enum Command {
         /// experiment.
         #[arg(long, default_value = "software", value_delimiter = ',', value_parser = parse_backend)]
         backend: Vec<backend::Backend>,
-        /// With a device backend, check results against the policy's invariants only.
-        #[arg(long)]
-        no_verify: bool,
-        /// With a device backend, how long to wait for a completion (milliseconds).
-        #[arg(long, default_value_t = 2000)]
-        timeout_ms: u64,
+        #[command(flatten)]
+        device: VerifyArgs,
         /// The report folder (replaced only if it holds an earlier report).
         #[arg(long, default_value = "report")]
         out: PathBuf,
@@ -264,7 +261,7 @@ enum Command {
         /// Engine lanes: 1, 2, 4, 8, 16 or 32.
         #[arg(long, default_value_t = 16)]
         lanes: usize,
-        /// Inject a fault, KIND@QUANTUM with KIND late, wrong-seq, corrupt or crash
+        /// Inject a fault, KIND@QUANTUM with KIND late, wrong-seq, corrupt, swap or crash
         /// (repeatable; for testing the host's fallback).
         #[arg(long = "fault", value_parser = parse_fault)]
         faults: Vec<fairshare_emulator::Fault>,
@@ -301,20 +298,43 @@ struct DeviceArgs {
     /// Device backends are verified every quantum and fall back to software on a fault.
     #[arg(long, default_value = "software", value_parser = parse_backend)]
     backend: backend::Backend,
-    /// With a device backend, check results against the policy's invariants only
-    /// instead of recomputing every quantum in software.
-    #[arg(long)]
+    #[command(flatten)]
+    verify: VerifyArgs,
+}
+
+impl DeviceArgs {
+    /// How the device backend is used.
+    fn options(&self) -> backend::DeviceOptions {
+        self.verify.options()
+    }
+}
+
+/// How a device backend's results are verified, and how long to wait for it.
+#[derive(clap::Args)]
+struct VerifyArgs {
+    /// With a device backend: sync (the software recomputes every quantum before its
+    /// result is used), async (the invariants are checked at once, the exact
+    /// recomputation runs on a verifier thread), sample:K (one quantum in K is
+    /// recomputed) or invariants (no recomputation). See docs/device.md.
+    #[arg(long, default_value = "async", value_parser = parse_verify)]
+    verify: Verify,
+    /// Same as --verify invariants.
+    #[arg(long, conflicts_with = "verify")]
     no_verify: bool,
     /// With a device backend, how long to wait for a completion (milliseconds).
     #[arg(long, default_value_t = 2000)]
     timeout_ms: u64,
 }
 
-impl DeviceArgs {
-    /// How the device backend is used.
+impl VerifyArgs {
     fn options(&self) -> backend::DeviceOptions {
-        backend::DeviceOptions::new(self.no_verify, self.timeout_ms)
+        let verify = if self.no_verify { Verify::Invariants } else { self.verify };
+        backend::DeviceOptions::new(verify, self.timeout_ms)
     }
+}
+
+fn parse_verify(s: &str) -> Result<Verify, String> {
+    s.parse().map_err(|e: fairshare::offload::BadVerify| e.0)
 }
 
 #[derive(Subcommand)]
@@ -345,6 +365,37 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Time Karma quanta offloaded to a device next to the software on the same demands,
+    /// after 20 warm-up quanta: median and p99 per quantum of the software alone, the
+    /// round trip, the device's own time, the host's overhead, the caller's critical
+    /// path and the verifier's time (docs/performance.md).
+    Offload {
+        /// Users in the pool.
+        #[arg(long)]
+        users: usize,
+        /// Timed quanta.
+        #[arg(long, default_value_t = 1000)]
+        quanta: usize,
+        /// The device: emulator (an emulator with the engine's software model, started
+        /// on a thread here), emulator-rtl (the same with the RustHDL engine), rtl-sim,
+        /// emulator:PATH (a running `fairshare device-sim`) or vfio:PCI-ADDRESS.
+        #[arg(long, default_value = "emulator", value_parser = parse_offload_device)]
+        backend: fairshare_bench::offload::Device,
+        /// sync, async, sample:K or invariants (see `--verify` of replay).
+        #[arg(long, default_value = "async", value_parser = parse_verify)]
+        verify: Verify,
+        /// Workload: bursty (fair share 10) or steady-on-off (fair share 100).
+        #[arg(long, default_value = "bursty", value_parser = parse_bench_workload)]
+        workload: fairshare_bench::software::BenchWorkload,
+        /// Workload seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Print JSON (fields software_ns, round_trip_ns, device_ns, host_overhead_ns,
+        /// critical_path_ns, verifier_ns, each with median and p99; mismatches,
+        /// fallback, cores).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -365,7 +416,7 @@ enum HdlCommand {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Print the device register map as markdown (`driver/REGISTERS.md`).
+    /// Print the device register map as markdown (`abi/REGISTERS.md`).
     Regs,
     /// Run Karma quanta through the simulated engine (each checked against the
     /// software) and print the cycles per quantum.
@@ -413,6 +464,10 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
 }
 
 fn parse_implementation(s: &str) -> Result<fairshare::Implementation, String> {
+    s.parse()
+}
+
+fn parse_offload_device(s: &str) -> Result<fairshare_bench::offload::Device, String> {
     s.parse()
 }
 
@@ -477,8 +532,7 @@ fn main() -> ExitCode {
             workload,
             policies,
             backend,
-            no_verify,
-            timeout_ms,
+            device,
             out,
             no_plots,
             json,
@@ -494,7 +548,7 @@ fn main() -> ExitCode {
                 policies,
                 conformance: true,
             };
-            let device = backend::DeviceOptions::new(no_verify, timeout_ms);
+            let device = device.options();
             let req = compare::CompareRequest { setup, backends: backend, device, out, plots: !no_plots, json };
             compare::run(&req).map(|_| ExitCode::SUCCESS)
         }
@@ -562,6 +616,10 @@ fn main() -> ExitCode {
         } => {
             let run = fairshare_bench::software::SoftwareRun { users, quanta, policy, implementation, workload, seed };
             bench::software(run, json).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Bench { command: BenchCommand::Offload { users, quanta, backend, verify, workload, seed, json } } => {
+            let run = fairshare_bench::offload::OffloadRun { users, quanta, backend, verify, workload, seed };
+            bench::offload(&run, json).map(|_| ExitCode::SUCCESS)
         }
         Command::Hdl { command: HdlCommand::Regs } => {
             hdl::regs();

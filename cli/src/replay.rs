@@ -170,6 +170,8 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             write_record(&mut rows, &row)?;
         }
         if let Rows::Ledgered { ledger, csv, path, len, run } = &mut rows {
+            // The ledger holds verified credits only (async verification caught up).
+            pool.settle();
             let io = |e: io::Error| CliError::Io(format!("writing {}: {e}", path.display()));
             csv.flush().map_err(io)?;
             csv.get_ref().sync_data().map_err(io)?;
@@ -186,6 +188,7 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
         bar.inc(1);
     }
     bar.finish_and_clear();
+    pool.settle();
     crate::backend::report(&pool);
     match rows {
         Rows::Direct(mut csv) => {

@@ -124,7 +124,7 @@ fn every_injected_fault_ends_in_a_clean_switch_to_software() {
         ("corrupt@13", "differs from the software"),
         ("crash@17", "is gone"),
     ] {
-        for verify in [&[][..], &["--no-verify"][..]] {
+        for verify in [&[][..], &["--verify", "sync"], &["--verify", "sample:4"], &["--no-verify"][..]] {
             let shm = dir.path().join(format!("{}.shm", fault.replace('@', "_")));
             let _sim = device_sim(&shm, &["--users", "40", "--lanes", "4", "--fault", fault, "--late-ms", "1500"]);
             let backend = format!("emulator:{}", shm.display());
@@ -135,15 +135,50 @@ fn every_injected_fault_ends_in_a_clean_switch_to_software() {
             assert_eq!(json["fallback"]["after_quanta"], at - 1, "{fault} {verify:?}: {json}");
             assert_eq!(json["device_quanta"], at - 1, "{fault} {verify:?}: {json}");
             let reason = json["fallback"]["reason"].as_str().unwrap();
-            // Without full verification a corrupted allocation is caught by the invariants:
-            // above the demand, or credits that do not add up.
-            let ok = if verify.is_empty() || fault != "corrupt@13" {
+            // Before the software recomputes it (all but sync), a corrupted allocation is
+            // caught by the invariants: above the demand, or credits that do not add up.
+            let ok = if verify == ["--verify", "sync"] || fault != "corrupt@13" {
                 reason.contains(words)
             } else {
                 reason.contains("outside") || reason.contains("conservation")
             };
             assert!(ok, "{fault} {verify:?}: {reason}");
             assert!(got == want, "{fault} {verify:?}: the output differs from the software's");
+        }
+    }
+}
+
+/// A wrong result that keeps every invariant (`swap`): sync finds it before it is used
+/// (the output equals the software's); async uses it and finds it on the verifier
+/// thread, names the quantum it hit and how many device quanta followed, and the
+/// replay's last credits are the software's; invariants alone never see it.
+#[test]
+fn a_swap_is_found_by_recomputation_at_the_quantum_it_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path(), 40, 60, 12);
+    let (want, want_json) = replay(dir.path(), &t, "software", &[]);
+    // The rows of the last quantum (its label is the first field).
+    let last_quantum = |csv: &str| -> Vec<String> {
+        let label = csv.lines().last().and_then(|l| l.split(',').next()).unwrap_or("").to_string();
+        csv.lines().filter(|l| l.split(',').next() == Some(label.as_str())).map(str::to_string).collect()
+    };
+    for (verify, found) in [("sync", true), ("async", true), ("invariants", false)] {
+        let shm = dir.path().join(format!("swap-{verify}.shm"));
+        let _sim = device_sim(&shm, &["--users", "40", "--lanes", "4", "--fault", "swap@6"]);
+        let backend = format!("emulator:{}", shm.display());
+        let (got, json) = replay(dir.path(), &t, &backend, &["--verify", verify]);
+        assert_eq!(json["quanta"], want_json["quanta"]);
+        if !found {
+            assert!(json["fallback"].is_null(), "{verify}: {json}");
+            continue;
+        }
+        assert_eq!(json["fallback"]["after_quanta"], 5, "{verify}: {json}");
+        assert!(json["fallback"]["reason"].as_str().unwrap().contains("differs from the software"), "{json}");
+        if verify == "sync" {
+            assert!(got == want, "sync issues the software's result");
+        } else {
+            assert!(json["device_quanta"].as_u64().unwrap() >= 6, "async used the swapped result: {json}");
+            assert_eq!(last_quantum(&got), last_quantum(&want), "the last quantum is the software's");
         }
     }
 }

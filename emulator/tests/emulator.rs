@@ -27,7 +27,7 @@ fn quanta_and_credits_through_the_shared_memory_driver() {
         assert_eq!(dev.read_credits(30).unwrap(), credits);
         let config = PoolConfig::equal(30, 10, Alpha::new(1, 2).unwrap(), 0).unwrap();
         let mut pool = Allocator::new(config.clone(), Policy::Karma).unwrap();
-        let mut offload = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(dev), Verify::Full);
+        let mut offload = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(dev), Verify::Sync);
         for d in demands(30, 200) {
             assert_eq!(offload.allocate(&d).unwrap(), pool.allocate(&d).unwrap());
         }
@@ -49,7 +49,7 @@ fn a_crash_mid_quantum_is_survived() {
     dev.timeout = std::time::Duration::from_millis(200);
     let config = PoolConfig::equal(20, 10, Alpha::new(1, 2).unwrap(), 50).unwrap();
     let mut pool = Allocator::new(config.clone(), Policy::Karma).unwrap();
-    let mut offload = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(dev), Verify::Checks);
+    let mut offload = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(dev), Verify::Invariants);
     for d in demands(20, 30) {
         assert_eq!(offload.allocate(&d).unwrap(), pool.allocate(&d).unwrap());
         assert_eq!(offload.pool().credits(), pool.credits());

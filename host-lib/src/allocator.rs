@@ -91,12 +91,22 @@ impl Allocator {
         Ok(&self.alloc)
     }
 
-    /// Accepts a quantum computed elsewhere (a checked device result, see
-    /// [`crate::offload`]) as if `allocate` had computed it.
-    pub(crate) fn commit(&mut self, alloc: Vec<u64>, credits: Vec<Credits>) {
-        self.alloc = alloc;
-        self.credits = credits;
+    /// Accepts a quantum computed elsewhere, in device words (a checked device result,
+    /// see [`crate::offload`]), as if `allocate` had computed it. Reuses the buffers.
+    pub(crate) fn commit_words(&mut self, alloc: &[u32], credits: &[u32]) {
+        self.alloc.clear();
+        self.alloc.extend(alloc.iter().map(|&a| a as u64));
+        self.credits.clear();
+        self.credits.extend(credits.iter().map(|&c| Credits::from_raw((c as i64) << crate::credits::FRAC_BITS)));
         self.quantum += 1;
+    }
+
+    /// Puts the pool where it was before quantum `quantum` with balances `credits`, in
+    /// device words (the verifier's replay of a sampled device quantum).
+    pub(crate) fn restore_words(&mut self, quantum: u64, credits: &[u32]) {
+        self.credits.clear();
+        self.credits.extend(credits.iter().map(|&c| Credits::from_raw((c as i64) << crate::credits::FRAC_BITS)));
+        self.quantum = quantum;
     }
 
     /// Allocations of the last quantum (zeros before the first; a user who joined since

@@ -319,3 +319,47 @@ fn water_fill_totals(totals: &[u64], demand: &[u64], capacity: u64) -> Vec<u64> 
     }
     x
 }
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The device path's fast invariant check (`check_words`) gives the same verdict as
+    /// the named one (`check`), on correct results and on results with one word nudged
+    /// (an allocation or a balance one up or down, or anywhere in the word range), with
+    /// balances small and near 2^29 and 2^30.
+    #[test]
+    fn invariant_check_in_words_agrees_with_the_named_check(
+        n in 1..=10usize,
+        f in 1..=20u64,
+        g_num in 0..=4u64,
+        credits in vec(0..=60u32, 10),
+        base in prop_oneof![Just(0u32), Just((1 << 29) - 40), Just(1 << 30)],
+        raw in vec(0..=50u32, 10),
+        policy in prop_oneof![Just(fairshare::Policy::Karma), Just(fairshare::Policy::MaxMin), Just(fairshare::Policy::Strict)],
+        nudge in prop_oneof![Just(None), (0..4usize, 0..10usize, prop_oneof![Just(1i64), Just(-1), any::<u32>().prop_map(|v| v as i64)]).prop_map(Some)],
+    ) {
+        use fairshare::policy::invariants::{check, check_words, Words};
+        let cfg = PoolConfig::equal(n, f, Alpha::new(g_num, 4).unwrap(), 0).unwrap();
+        let p = KarmaParams::from_config(&cfg).unwrap();
+        let demand: Vec<u32> = raw[..n].to_vec();
+        // Balances around 2^29 and 2^30 too: both of the fast check's widths.
+        let before: Vec<u32> = credits[..n].iter().map(|&c| c + base).collect();
+        let d64: Vec<u64> = demand.iter().map(|&d| d as u64).collect();
+        let c: Vec<Credits> = before.iter().map(|&c| Credits::from_int(c as i64).unwrap()).collect();
+        let out = fairshare::policy::run(policy, fairshare::Implementation::Batched, &p, &d64, &c).unwrap();
+        let mut alloc: Vec<u32> = out.alloc.iter().map(|&a| a as u32).collect();
+        let mut after: Vec<u32> = out.credits.iter().map(|c| c.floor_int() as u32).collect();
+        if let Some((what, u, by)) = nudge {
+            let word = if what % 2 == 0 { &mut alloc[u % n] } else { &mut after[u % n] };
+            *word = if by.abs() == 1 { (*word as i64 + by).clamp(0, u32::MAX as i64) as u32 } else { by as u32 };
+        }
+        let fast = check_words(policy, &p, &Words { demand: &demand, before: &before, alloc: &alloc, after: &after });
+        let wide = |x: &[u32]| x.iter().map(|&v| v as u64).collect::<Vec<_>>();
+        let cred = |x: &[u32]| x.iter().map(|&v| Credits::from_int(v as i64).unwrap()).collect::<Vec<_>>();
+        let named = check(policy, &p, &d64, &cred(&before), &wide(&alloc), &cred(&after));
+        prop_assert_eq!(fast.is_ok(), named.is_ok(), "{:?} vs {:?}", fast, named);
+        if nudge.is_none() {
+            prop_assert!(fast.is_ok(), "a correct result fails: {:?}", fast);
+        }
+    }
+}

@@ -185,6 +185,9 @@ impl LivePool {
         self.measure()?;
         let on_device = self.pool.on_device();
         self.pool.allocate(&self.demand)?;
+        // The ledger holds verified credits only: wait for the verifier (async) before
+        // the commit. A mismatch found now puts the software's result in its place.
+        self.pool.settle();
         self.commit()?;
         self.metrics.quantum_done(start.elapsed());
         // Counted when it happens: a pool rebuilt by a join or leave may fall back again.
@@ -356,8 +359,13 @@ mod tests {
     fn shares_follow_the_weights_after_join_and_leave() {
         let text = include_str!("../../examples/serve.toml").replace("capacity = 6 ", "capacity = 10 ");
         let config = ServeConfig::parse("serve.toml", &text).expect("the example parses");
-        let mut pool =
-            LivePool::start(config, Backend::Software, DeviceOptions::new(false, 1_000), None).expect("starts");
+        let mut pool = LivePool::start(
+            config,
+            Backend::Software,
+            DeviceOptions::new(fairshare::offload::Verify::Async, 1_000),
+            None,
+        )
+        .expect("starts");
         // Weights 1, 1, 1 over 10 slices: quotas 3.33 each, the extra slice to the first.
         assert_eq!(fair_shares(&pool), [4, 3, 3]);
         // With D of weight 2 the quotas are 2, 2, 2, 4: exact.

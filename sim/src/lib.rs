@@ -64,5 +64,7 @@ pub fn run_reported(
         recorder.record_timed(d, pool.pool().allocations(), start.elapsed());
         on_quantum(q, d, pool.pool());
     }
+    // The verifier's last word: the fallback, if any, is final.
+    pool.settle();
     Ok(recorder.finish())
 }

@@ -2,23 +2,45 @@
 //! in-process, the emulated device, a device behind VFIO), checked every quantum, with
 //! the software as the fallback that never loses a credit.
 //!
-//! The [`Allocator`] inside stays the source of truth: it holds the last good credits.
-//! A device result is accepted only after it has been checked (against the software's
-//! own result in [`Verify::Full`], against the policy's invariants,
-//! [`crate::policy::invariants`], in [`Verify::Checks`]); any fault, timeout or failed
-//! check drops the device for good, records why ([`Fallback`], carrying the
-//! [`DeviceError`]), and the quantum is answered by the software from the last good
-//! credits, exactly as if the device had never been used.
+//! How a device's result is checked is the [`Verify`] mode:
+//! - `sync`: the software computes the quantum too, before the result is used;
+//! - `async` (the default for devices): the cheap invariant check
+//!   ([`crate::policy::invariants::check_words`]: lengths, `min(d, g) <= alloc <= d`, the
+//!   pool size, per-user credit conservation) on the caller's critical path, then the
+//!   device's result is used; the exact recomputation follows on a verifier thread
+//!   (`verifier`, a bounded crossbeam channel of [`VERIFIER_DEPTH`] quanta);
+//! - `sample:K`: the same with one quantum in K recomputed, from the device's credits;
+//! - `invariants`: the invariant check only.
+//!
+//! Any fault, timeout, failed check or mismatch drops the device for good and records
+//! why ([`Fallback`], carrying the [`DeviceError`]); later quanta run on software.
+//! Credits are never lost:
+//! - a fault seen before a result is used (a timeout, a broken invariant, a `sync`
+//!   mismatch) leaves the pool at its last good credits, and the software answers the
+//!   quantum exactly as if the device had never been used;
+//! - a mismatch the verifier finds at quantum `q` (`async`, `sample:K`) is seen by the
+//!   caller some quanta later, at most [`VERIFIER_DEPTH`] + 1. The software's credits
+//!   after `q` become the truth, and every quantum issued since is recomputed from them
+//!   by the verifier. With `async` every quantum before `q` was verified, so the pool's
+//!   credits are then exactly those of a pure software run; only the allocations issued
+//!   for `q` and the quanta after it ([`Fallback::issued_after`] counts them) can have
+//!   differed from that run's, each within the invariants, which were checked. With
+//!   `sample:K` the software takes over from the device's credits before `q`; a wrong
+//!   quantum between two samples that keeps every invariant is not seen at all.
 //!
 //! The device computes in its units: equal shares, whole credits below 2^31. What fits
 //! is decided by the ABI's one admission rule ([`fairshare_abi::admit`]) plus what the
 //! words cannot express (unequal shares, fractional or negative balances): a pool or a
 //! quantum that does not fit runs on software, with the reason recorded.
 
+mod verifier;
+
 use crate::error::Result;
 use crate::policy::invariants;
 use crate::{Allocator, Credits, Policy};
 use fairshare_abi::{self as abi, Accelerator, DeviceError, Limits, Mode, QuantumOutput};
+use std::time::Instant;
+use verifier::Verifier;
 
 /// The device mode (`CONTROL.mode`) that computes `policy`.
 pub fn mode_of(policy: Policy) -> Mode {
@@ -104,109 +126,281 @@ pub fn admit_quantum(pool: &Allocator, limits: &Limits, demand: &[u64]) -> std::
     })
 }
 
-/// How much of a device result is checked before it is accepted.
+/// How a device's results are checked before and after they are used. The names are
+/// those of `--verify`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verify {
-    /// The software computes every quantum too; any difference is a fault.
-    Full,
-    /// The result is checked against the policy's invariants only
-    /// ([`crate::policy::invariants`]). Cheaper than [`Verify::Full`], and blind to a
-    /// result that keeps every invariant but is still wrong (say, a slice lent by the
-    /// wrong donor).
-    Checks,
+    /// `sync`: the software computes every quantum before the result is used; any
+    /// difference is a fault. The device saves no host time; it is checked at once.
+    Sync,
+    /// `async` (the default for device backends): the device's result is used at once
+    /// after the cheap invariant check ([`crate::policy::invariants`]); the exact
+    /// software recomputation runs on a verifier thread fed by a bounded channel
+    /// ([`VERIFIER_DEPTH`] quanta). A mismatch at quantum `q` drops the device for good:
+    /// the software's credits after `q` are the truth, and the quanta issued since are
+    /// recomputed from them ([`Fallback::issued_after`] says how many).
+    Async,
+    /// `sample:K`: as `async`, but the verifier recomputes one quantum in `K` (the
+    /// quanta `q` with `q % K == 0`), each from the device's own credits before it; for
+    /// long runs where a core cannot be spared. A wrong quantum between samples is seen
+    /// only by the invariants.
+    Sample(u64),
+    /// `invariants`: the invariant check only, no recomputation (`--no-verify`). Blind
+    /// to a result that keeps every invariant but is still wrong (say, a slice lent by
+    /// the wrong donor).
+    Invariants,
+}
+
+/// Quanta a device may run ahead of the verifier in [`Verify::Async`] and
+/// [`Verify::Sample`]; past that the caller waits for the verifier.
+pub const VERIFIER_DEPTH: usize = verifier::DEPTH;
+
+impl Verify {
+    /// What device backends use unless told otherwise.
+    pub const DEVICE_DEFAULT: Verify = Verify::Async;
+}
+
+impl std::fmt::Display for Verify {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verify::Sync => f.write_str("sync"),
+            Verify::Async => f.write_str("async"),
+            Verify::Sample(k) => write!(f, "sample:{k}"),
+            Verify::Invariants => f.write_str("invariants"),
+        }
+    }
+}
+
+/// A `--verify` that does not parse, with what is expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadVerify(pub String);
+
+impl std::str::FromStr for Verify {
+    type Err = BadVerify;
+    fn from_str(s: &str) -> std::result::Result<Self, BadVerify> {
+        match s {
+            "sync" => Ok(Verify::Sync),
+            "async" => Ok(Verify::Async),
+            "invariants" => Ok(Verify::Invariants),
+            _ => match s.strip_prefix("sample:").map(str::parse::<u64>) {
+                Some(Ok(k)) if k >= 1 => Ok(Verify::Sample(k)),
+                Some(_) => Err(BadVerify(format!("verify mode `{s}`: K in sample:K is a whole number from 1"))),
+                None => Err(BadVerify(format!(
+                    "verify mode `{s}`: use sync, async, sample:K (e.g. sample:100) or invariants"
+                ))),
+            },
+        }
+    }
 }
 
 /// Why and when the device was dropped.
 #[derive(Clone, Debug)]
 pub struct Fallback {
-    /// Quanta completed before the switch (the quantum that failed is the next one).
+    /// Quanta completed before the one that failed (it is the next one).
     pub quantum: u64,
     /// What went wrong.
     pub error: DeviceError,
+    /// Quanta issued from the device after the failed one before the failure was seen
+    /// (an `async` or `sample:K` mismatch, found by the verifier later); 0 when it was
+    /// seen at once. Their allocations were the device's; the credits after them were
+    /// recomputed by the software.
+    pub issued_after: u64,
 }
 
 impl std::fmt::Display for Fallback {
     /// The one wording of a fallback, for every command and report.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "dropped after {} quanta: {}", self.quantum, self.error)
+        write!(f, "dropped after {} quanta: {}", self.quantum, self.error)?;
+        if self.issued_after > 0 {
+            write!(
+                f,
+                " (found by the verifier after {} more device quanta; the credits since were recomputed by the software)",
+                self.issued_after
+            )?;
+        }
+        Ok(())
     }
+}
+
+/// Where the time of the last quantum went, in nanoseconds (0: not measured, e.g. on
+/// software).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// The device call: demands written, doorbell, completion, results read.
+    pub round_trip_ns: u64,
+    /// What the device reported for its own work ([`QuantumOutput::device_ns`]).
+    pub device_ns: u64,
+    /// Everything the caller of [`Offload::allocate`] waited for, checks included.
+    pub critical_path_ns: u64,
+    /// The exact software check of one quantum: in `sync` inline (part of the critical
+    /// path), otherwise the verifier thread's time for the last quantum it returned.
+    pub verifier_ns: u64,
+}
+
+/// The device and its pool's equal shares in its words (fixed: the pool's users cannot
+/// change while it is offloaded).
+struct Device {
+    accelerator: Box<dyn Accelerator>,
+    fair: u32,
+    guaranteed: u32,
+    limits: Limits,
+    mode: Mode,
 }
 
 /// A pool served by a device, verified, with software fallback.
 pub struct Offload {
     pool: Allocator,
-    /// The device, with the pool's equal fair and guaranteed shares in its words (fixed:
-    /// the pool's users cannot change while it is offloaded).
-    device: Option<(Box<dyn Accelerator>, u32, u32)>,
+    device: Option<Device>,
     label: String,
     verify: Verify,
     fallback: Option<Fallback>,
     device_quanta: u64,
+    verifier: Option<Verifier>,
+    /// The device's balances after the last quantum, in its words.
+    credit_words: Vec<u32>,
+    /// This quantum's demands in device words, and the device's answer (reused).
+    words: Vec<u32>,
+    out: QuantumOutput,
+    timing: Timing,
 }
 
 impl Offload {
     /// Puts `pool` on `device`: checks that the pool fits the device and restores its
-    /// credits there (read back and compared). If anything does not fit or fails, the
-    /// pool runs on software and [`Offload::fallback`] says why.
+    /// credits there (read back and compared), and starts the verifier thread
+    /// (`async`, `sample:K`). If anything does not fit or fails, the pool runs on
+    /// software and [`Offload::fallback`] says why.
     pub fn new(pool: Allocator, device: Box<dyn Accelerator>, verify: Verify) -> Offload {
         let label = device.label();
-        let mut o = Offload { pool, device: None, label, verify, fallback: None, device_quanta: 0 };
-        match device_shape(&o.pool, &device.limits()) {
-            Ok(shape) => {
-                o.device = Some((device, shape.fair, shape.guaranteed));
-                if let Err(e) = o.restore(&shape.credits) {
-                    o.drop_device(e);
-                }
+        let mut o = Offload::software(pool);
+        (o.label, o.verify) = (label, verify);
+        let limits = device.limits();
+        let shape = match device_shape(&o.pool, &limits) {
+            Ok(shape) => shape,
+            Err(e) => {
+                o.drop_device(e);
+                return o;
             }
-            Err(e) => o.drop_device(e),
+        };
+        let mode = mode_of(o.pool.policy());
+        o.device = Some(Device { accelerator: device, fair: shape.fair, guaranteed: shape.guaranteed, limits, mode });
+        if let Err(e) = o.restore(&shape.credits) {
+            o.drop_device(e);
+            return o;
+        }
+        o.credit_words = shape.credits;
+        if matches!(verify, Verify::Async | Verify::Sample(_)) {
+            match Verifier::start(o.pool.clone()) {
+                Ok(v) => o.verifier = Some(v),
+                Err(e) => o.drop_device(DeviceError::Io {
+                    what: "starting the verifier thread".into(),
+                    source: std::sync::Arc::new(e),
+                }),
+            }
         }
         o
     }
 
     /// A pool on software only (the same interface, no device).
     pub fn software(pool: Allocator) -> Offload {
-        Offload { pool, device: None, label: "software".into(), verify: Verify::Full, fallback: None, device_quanta: 0 }
+        Offload {
+            pool,
+            device: None,
+            label: "software".into(),
+            verify: Verify::Sync,
+            fallback: None,
+            device_quanta: 0,
+            verifier: None,
+            credit_words: Vec::new(),
+            words: Vec::new(),
+            out: QuantumOutput::default(),
+            timing: Timing::default(),
+        }
     }
 
     /// Writes `want` (the pool's balances in device words) to the device and reads them back.
     fn restore(&mut self, want: &[u32]) -> std::result::Result<(), DeviceError> {
-        let Some((dev, _, _)) = self.device.as_mut() else { return Ok(()) };
-        dev.write_credits(want)?;
-        let got = dev.read_credits(want.len())?;
+        let Some(dev) = self.device.as_mut() else { return Ok(()) };
+        dev.accelerator.write_credits(want)?;
+        let got = dev.accelerator.read_credits(want.len())?;
         if got != want {
             return Err(DeviceError::Protocol("credits read back differ from those written".into()));
         }
         Ok(())
     }
 
-    /// Stops using the device before the pool's next quantum.
+    /// Stops using the device before the pool's next quantum, because of `error`. The
+    /// verifier first checks every quantum still queued: if it finds an earlier
+    /// mismatch, that is the reason recorded, and the pool takes the software's credits.
     fn drop_device(&mut self, error: DeviceError) {
-        self.drop_device_after(self.pool.quantum(), error);
+        let quantum = self.pool.quantum();
+        self.drop_device_after(quantum, error);
     }
 
     fn drop_device_after(&mut self, quantum: u64, error: DeviceError) {
         self.device = None;
-        self.fallback = Some(Fallback { quantum, error });
+        let mut fallback = Fallback { quantum, error, issued_after: 0 };
+        if let Some(v) = self.verifier.take() {
+            match v.finish() {
+                Some((_, None)) => {}
+                Some((software, Some(m))) => {
+                    // Quanta the device issued after the bad one, now recomputed.
+                    let issued_after = self.pool.quantum().saturating_sub(m.quantum + 1);
+                    fallback =
+                        Fallback { quantum: m.quantum, error: DeviceError::Verification(m.reason), issued_after };
+                    self.pool = software;
+                }
+                // Not a device fault (a bug); the pool keeps the device's checked credits.
+                None => fallback.error = DeviceError::Protocol("the verifier thread panicked".into()),
+            }
+        }
+        self.fallback = Some(fallback);
+    }
+
+    /// Falls back now if the verifier has found a mismatch.
+    fn poll_verifier(&mut self) {
+        if self.verifier.as_ref().is_some_and(Verifier::mismatched) {
+            self.drop_device(DeviceError::Verification("found by the verifier".into()));
+        }
+    }
+
+    /// Waits until the verifier has checked every quantum the device answered, and
+    /// falls back if one was wrong: afterwards [`Offload::pool`] holds verified credits
+    /// and [`Offload::fallback`] is final. Free with `sync` and `invariants`.
+    pub fn settle(&mut self) {
+        if let Some(v) = self.verifier.as_mut() {
+            v.drain();
+        }
+        self.poll_verifier();
     }
 
     /// Runs one quantum (on the device while it is healthy). Errors are the software's
     /// (a wrong demand length, a credit overflow) and change nothing.
     pub fn allocate(&mut self, demand: &[u64]) -> Result<&[u64]> {
+        let start = Instant::now();
+        self.timing = Timing::default();
+        self.poll_verifier();
         if self.device.is_none() || demand.len() != self.pool.users().len() {
             return self.pool.allocate(demand);
         }
-        let Some((dev, f, g)) = self.device.as_mut() else { return self.pool.allocate(demand) };
-        let (f, g) = (*f, *g);
-        if let Err(e) = admit_quantum(&self.pool, &dev.limits(), demand) {
+        if let Err(e) = self.admit(demand) {
             self.drop_device(e);
             return self.pool.allocate(demand);
         }
-        // Admitted: every demand fits a word.
-        let words: Vec<u32> = demand.iter().map(|&d| d as u32).collect();
-        let out = match dev.quantum(mode_of(self.pool.policy()), f, g, &words) {
-            Ok(out) if out.alloc.len() == words.len() && out.credits.len() == words.len() => out,
-            Ok(out) => {
-                let e = format!("the device returned {} results for {} users", out.alloc.len(), words.len());
+        let Some(dev) = self.device.as_mut() else { return self.pool.allocate(demand) };
+        // While the verifier has quanta to check, the wait for the device leaves it the CPU.
+        if let Some(v) = &self.verifier {
+            dev.accelerator.set_blocking_wait(v.busy());
+        }
+        let sent = Instant::now();
+        let answer = dev.accelerator.quantum_into(dev.mode, dev.fair, dev.guaranteed, &self.words, &mut self.out);
+        self.timing.round_trip_ns = sent.elapsed().as_nanos() as u64;
+        self.timing.device_ns = self.out.device_ns;
+        let n = demand.len();
+        match answer {
+            Ok(()) if self.out.alloc.len() == n && self.out.credits.len() == n => {}
+            Ok(()) => {
+                let e = format!("the device returned {} results for {n} users", self.out.alloc.len());
                 self.drop_device(DeviceError::Protocol(e));
                 return self.pool.allocate(demand);
             }
@@ -214,64 +408,113 @@ impl Offload {
                 self.drop_device(e);
                 return self.pool.allocate(demand);
             }
-        };
-        match self.verify {
-            Verify::Full => {
-                let q = self.pool.quantum();
-                if let Err(e) = self.pool.allocate(demand) {
-                    // The device ran a quantum the software refuses: put its credits back.
-                    let want: Vec<u32> = self.pool.credits().iter().map(|c| c.floor_int() as u32).collect();
-                    if let Err(fault) = self.restore(&want) {
-                        self.drop_device(fault);
-                    }
-                    return Err(e);
-                }
-                if let Some(reason) = Self::compare(&out, self.pool.allocations(), self.pool.credits()) {
-                    self.drop_device_after(q, DeviceError::Verification(reason));
-                } else {
-                    self.device_quanta += 1;
-                }
-                Ok(self.pool.allocations())
-            }
-            Verify::Checks => {
-                let alloc: Vec<u64> = out.alloc.iter().map(|&a| a as u64).collect();
-                let after: Vec<Credits> = out.credits.iter().map(|&c| from_word(c)).collect();
-                let (policy, params) = (self.pool.policy(), self.pool.params());
-                match invariants::check(policy, params, demand, self.pool.credits(), &alloc, &after) {
-                    Ok(()) => {
-                        self.pool.commit(alloc, after);
-                        self.device_quanta += 1;
-                        Ok(self.pool.allocations())
-                    }
-                    Err(v) => {
-                        self.drop_device(DeviceError::Verification(v.0));
-                        self.pool.allocate(demand)
-                    }
-                }
-            }
         }
+        let result = match self.verify {
+            Verify::Sync => self.verify_sync(demand),
+            Verify::Async | Verify::Sample(_) | Verify::Invariants => self.use_checked(demand),
+        };
+        self.timing.critical_path_ns = start.elapsed().as_nanos() as u64;
+        result?;
+        Ok(self.pool.allocations())
     }
 
-    fn compare(out: &QuantumOutput, want_alloc: &[u64], want_credits: &[Credits]) -> Option<String> {
-        for u in 0..out.alloc.len() {
-            let c = from_word(out.credits[u]);
-            if out.alloc[u] as u64 != want_alloc[u] || c != want_credits[u] {
-                return Some(format!(
-                    "the device's result differs from the software's at user {u}: allocation {} vs {}, credits {} vs {}",
-                    out.alloc[u], want_alloc[u], c, want_credits[u]
-                ));
+    /// The demands in device words, admitted by the ABI's rule with the device's
+    /// balances; the named reason if not.
+    fn admit(&mut self, demand: &[u64]) -> std::result::Result<(), DeviceError> {
+        let Some(dev) = self.device.as_ref() else { return Ok(()) };
+        // One pass: the words, and whether any demand is too wide for one.
+        self.words.resize(demand.len(), 0);
+        let mut high = 0u64;
+        for (w, &d) in self.words.iter_mut().zip(demand) {
+            *w = d as u32;
+            high |= d;
+        }
+        let (f, g) = (dev.fair as u64, dev.guaranteed as u64);
+        if high <= abi::WORD_MAX && abi::admits(&dev.limits, dev.mode.word(), f, g, &self.credit_words, &self.words) {
+            return Ok(());
+        }
+        // Refused: say why, naming the user as the pool knows it.
+        admit_quantum(&self.pool, &dev.limits, demand)
+    }
+
+    /// `sync`: the software computes the quantum and the device's result must equal it.
+    fn verify_sync(&mut self, demand: &[u64]) -> Result<()> {
+        let q = self.pool.quantum();
+        let software = Instant::now();
+        let computed = self.pool.allocate(demand);
+        self.timing.verifier_ns = software.elapsed().as_nanos() as u64;
+        if let Err(e) = computed {
+            // The device ran a quantum the software refuses: put its credits back.
+            let back = std::mem::take(&mut self.credit_words);
+            if let Err(fault) = self.restore(&back) {
+                self.drop_device(fault);
+            }
+            self.credit_words = back;
+            return Err(e);
+        }
+        if let Some(reason) = differs(&self.out.alloc, &self.out.credits, self.pool.allocations(), self.pool.credits())
+        {
+            self.drop_device_after(q, DeviceError::Verification(reason));
+        } else {
+            self.device_quanta += 1;
+            std::mem::swap(&mut self.credit_words, &mut self.out.credits);
+        }
+        Ok(())
+    }
+
+    /// `async`, `sample:K`, `invariants`: the invariant check, then the device's result
+    /// is the quantum's; the verifier gets it to recompute.
+    fn use_checked(&mut self, demand: &[u64]) -> Result<()> {
+        let (policy, params) = (self.pool.policy(), self.pool.params());
+        let words = invariants::Words {
+            demand: &self.words,
+            before: &self.credit_words,
+            alloc: &self.out.alloc,
+            after: &self.out.credits,
+        };
+        if let Err(v) = invariants::check_words(policy, params, &words) {
+            self.drop_device(DeviceError::Verification(v.0));
+            return self.pool.allocate(demand).map(|_| ());
+        }
+        let quantum = self.pool.quantum();
+        self.pool.commit_words(&self.out.alloc, &self.out.credits);
+        self.device_quanta += 1;
+        let verify = self.verify;
+        if let Some(v) = self.verifier.as_mut() {
+            let mut job = v.job();
+            job.quantum = quantum;
+            job.check = match verify {
+                Verify::Sample(k) if quantum.is_multiple_of(k) => verifier::Check::Replay,
+                Verify::Sample(_) => verifier::Check::Skip,
+                _ => verifier::Check::Running,
+            };
+            if job.check == verifier::Check::Replay {
+                job.before.clear();
+                job.before.extend_from_slice(&self.credit_words);
+            }
+            std::mem::swap(&mut job.demand, &mut self.words);
+            std::mem::swap(&mut job.alloc, &mut self.out.alloc);
+            job.credits.clear();
+            job.credits.extend_from_slice(&self.out.credits);
+            let sent = v.send(job);
+            self.timing.verifier_ns = v.last_ns;
+            if !sent {
+                self.drop_device(DeviceError::Protocol("the verifier thread stopped".into()));
             }
         }
-        None
+        std::mem::swap(&mut self.credit_words, &mut self.out.credits);
+        Ok(())
     }
 
     /// Reads the device's balances and checks them against the pool's (a checkpoint of
-    /// the device through its registers). A difference or a fault drops the device.
-    /// Returns the pool's balances, the good ones either way.
+    /// the device through its registers), after the verifier has caught up
+    /// ([`Offload::settle`]). A difference or a fault drops the device. Returns the
+    /// pool's balances, the good ones either way.
     pub fn checkpoint(&mut self) -> &[Credits] {
-        if let Some((dev, _, _)) = self.device.as_mut() {
+        self.settle();
+        if let Some(dev) = self.device.as_mut() {
             let n = self.pool.users().len();
-            let error = match dev.read_credits(n) {
+            let error = match dev.accelerator.read_credits(n) {
                 Ok(got) if got.iter().map(|&c| from_word(c)).eq(self.pool.credits().iter().copied()) => None,
                 Ok(_) => Some(DeviceError::Protocol(
                     "checkpoint: the device's credits differ from the last good ones".into(),
@@ -285,7 +528,9 @@ impl Offload {
         self.pool.credits()
     }
 
-    /// The pool (allocations, credits, configuration).
+    /// The pool (allocations, credits, configuration). With `async` or `sample:K` its
+    /// credits may be ahead of verification by up to [`VERIFIER_DEPTH`] quanta; call
+    /// [`Offload::settle`] first for verified ones.
     pub fn pool(&self) -> &Allocator {
         &self.pool
     }
@@ -300,15 +545,45 @@ impl Offload {
         &self.label
     }
 
-    /// Why the pool left the device, if it did.
+    /// How results are verified.
+    pub fn verify(&self) -> Verify {
+        self.verify
+    }
+
+    /// Why the pool left the device, if it did (final after [`Offload::settle`]).
     pub fn fallback(&self) -> Option<&Fallback> {
         self.fallback.as_ref()
     }
 
-    /// Quanta the device answered (and that were accepted).
+    /// Quanta the device answered and whose results were used.
     pub fn device_quanta(&self) -> u64 {
         self.device_quanta
     }
+
+    /// Where the last quantum's time went.
+    pub fn timing(&self) -> Timing {
+        self.timing
+    }
+}
+
+/// Where a device's result differs from the software's, or `None`.
+fn differs(alloc: &[u32], credits: &[u32], want_alloc: &[u64], want_credits: &[Credits]) -> Option<String> {
+    if alloc.len() != want_alloc.len() || credits.len() != want_credits.len() {
+        return Some(format!("the device returned {} results for {} users", alloc.len(), want_alloc.len()));
+    }
+    let same = alloc.iter().zip(want_alloc).all(|(&a, &w)| a as u64 == w)
+        && credits.iter().zip(want_credits).all(|(&c, &w)| from_word(c) == w);
+    if same {
+        return None;
+    }
+    let u = (0..alloc.len()).find(|&u| alloc[u] as u64 != want_alloc[u] || from_word(credits[u]) != want_credits[u])?;
+    Some(format!(
+        "the device's result differs from the software's at user {u}: allocation {} vs {}, credits {} vs {}",
+        alloc[u],
+        want_alloc[u],
+        from_word(credits[u]),
+        want_credits[u]
+    ))
 }
 
 #[cfg(test)]
@@ -318,7 +593,7 @@ mod tests {
     use crate::{Alpha, PoolConfig};
 
     /// What a fake device does wrong, and when (1-based quantum on the device).
-    #[derive(Clone, Copy)]
+    #[derive(Clone, Copy, Debug)]
     enum Fault {
         None,
         Error(u64),
@@ -327,6 +602,25 @@ mod tests {
         AllocAboveDemand(u64),
         CreditsMinted(u64),
         DropUser(u64),
+        /// From this quantum on, at the first one where it can: one slice moved from a
+        /// borrower to another user who wanted more, credits moved with it. Keeps every
+        /// invariant; only a recomputation sees it.
+        Swap(u64),
+    }
+
+    impl Fault {
+        fn at(self) -> u64 {
+            match self {
+                Fault::Error(q)
+                | Fault::AllocPlusOne(q)
+                | Fault::CreditPlusOne(q)
+                | Fault::AllocAboveDemand(q)
+                | Fault::CreditsMinted(q)
+                | Fault::DropUser(q)
+                | Fault::Swap(q) => q,
+                Fault::None => u64::MAX,
+            }
+        }
     }
 
     /// A device that computes with the software policy in device words.
@@ -334,6 +628,12 @@ mod tests {
         pool: Allocator,
         fault: Fault,
         quanta: u64,
+        /// The device quantum (1-based) where a `Swap` was applied.
+        swapped: std::sync::Arc<std::sync::Mutex<Option<u64>>>,
+    }
+
+    fn fake(policy: Policy, fault: Fault) -> Fake {
+        Fake { pool: pool(policy), fault, quanta: 0, swapped: Default::default() }
     }
 
     impl Accelerator for Fake {
@@ -358,7 +658,7 @@ mod tests {
             &mut self,
             _mode: Mode,
             _f: u32,
-            _g: u32,
+            guaranteed: u32,
             demand: &[u32],
         ) -> std::result::Result<QuantumOutput, DeviceError> {
             self.quanta += 1;
@@ -382,9 +682,22 @@ mod tests {
                 Fault::DropUser(q) if q == self.quanta => {
                     alloc.pop();
                 }
+                Fault::Swap(q) if q <= self.quanta && self.swapped.lock().unwrap().is_none() => {
+                    let g = guaranteed;
+                    let from = (0..alloc.len()).find(|&u| alloc[u] > g);
+                    let to = (0..alloc.len())
+                        .find(|&v| Some(v) != from && alloc[v] >= g && alloc[v] < demand[v] && credits[v] >= 1);
+                    if let (Some(u), Some(v)) = (from, to) {
+                        (alloc[u], credits[u], alloc[v], credits[v]) =
+                            (alloc[u] - 1, credits[u] + 1, alloc[v] + 1, credits[v] - 1);
+                        *self.swapped.lock().unwrap() = Some(self.quanta);
+                        // The device keeps what it reported.
+                        self.write_credits(&credits)?;
+                    }
+                }
                 _ => {}
             }
-            Ok(QuantumOutput { alloc, credits, cycles: 0 })
+            Ok(QuantumOutput { alloc, credits, cycles: 0, device_ns: 0 })
         }
     }
 
@@ -396,14 +709,30 @@ mod tests {
         (0..30u64).map(|q| (0..5u64).map(|u| (q * 7 + u * 13) % 11).collect()).collect()
     }
 
+    const MODES: [Verify; 5] = [Verify::Sync, Verify::Async, Verify::Sample(1), Verify::Sample(3), Verify::Invariants];
+
+    /// Runs the demands on a fake device with `fault`; every quantum whose result was
+    /// used before the fault is checked against the software, and so is everything
+    /// after the fallback is final.
     fn run(policy: Policy, fault: Fault, verify: Verify) -> Offload {
-        let fake = Fake { pool: pool(policy), fault, quanta: 0 };
-        let mut o = Offload::new(pool(policy), Box::new(fake), verify);
+        let mut o = Offload::new(pool(policy), Box::new(fake(policy, fault)), verify);
         let mut reference = pool(policy);
-        for d in demands() {
-            let got = o.allocate(&d).unwrap().to_vec();
-            assert_eq!(got, reference.allocate(&d).unwrap(), "allocations equal the software's every quantum");
-            assert_eq!(o.pool().credits(), reference.credits(), "credits equal the software's every quantum");
+        for (q, d) in demands().iter().enumerate() {
+            let got = o.allocate(d).unwrap().to_vec();
+            let want = reference.allocate(d).unwrap().to_vec();
+            if (q as u64) + 1 < fault.at() {
+                assert_eq!(got, want, "{verify}: allocations equal the software's before the fault");
+                assert_eq!(o.pool().credits(), reference.credits(), "{verify}: credits before the fault");
+            }
+        }
+        o.settle();
+        if o.fallback().is_some() || matches!(fault, Fault::None) {
+            assert_eq!(
+                o.pool().credits(),
+                reference.credits(),
+                "{verify}: credits after a fallback are the software's"
+            );
+            assert_eq!(o.pool().quantum(), 30);
         }
         o
     }
@@ -411,9 +740,9 @@ mod tests {
     #[test]
     fn healthy_device_serves_every_quantum() {
         for policy in Policy::ALL {
-            for verify in [Verify::Full, Verify::Checks] {
+            for verify in MODES {
                 let o = run(policy, Fault::None, verify);
-                assert!(o.on_device() && o.fallback().is_none());
+                assert!(o.on_device() && o.fallback().is_none(), "{verify}: {:?}", o.fallback());
                 assert_eq!(o.device_quanta(), 30);
             }
         }
@@ -421,60 +750,133 @@ mod tests {
 
     #[test]
     fn every_fault_falls_back_without_losing_credits() {
+        // Seen before the result is used, in every mode.
         let loud = [
             (Fault::Error(4), "timeout", "no completion"),
             (Fault::AllocAboveDemand(7), "verification", "allocation"),
             (Fault::CreditsMinted(3), "verification", "credit"),
             (Fault::DropUser(2), "protocol", "results for 5 users"),
+            (Fault::AllocPlusOne(9), "verification", ""),
+            (Fault::CreditPlusOne(3), "verification", ""),
         ];
-        // Off by one somewhere: only the full comparison is sure to see it.
-        let quiet =
-            [(Fault::AllocPlusOne(9), "verification", "differs"), (Fault::CreditPlusOne(3), "verification", "differs")];
-        let cases =
-            loud.iter().map(|&c| (Verify::Checks, c)).chain(loud.iter().chain(&quiet).map(|&c| (Verify::Full, c)));
-        for (verify, (fault, kind, words)) in cases {
-            let o = run(Policy::Karma, fault, verify);
-            let fb = o.fallback().unwrap();
-            assert!(!o.on_device());
-            assert_eq!(fb.error.kind(), kind, "{verify:?}: {fb}");
-            assert!(fb.error.to_string().contains(words), "{verify:?}: {fb}");
-            let at = match fault {
-                Fault::Error(q)
-                | Fault::AllocPlusOne(q)
-                | Fault::CreditPlusOne(q)
-                | Fault::AllocAboveDemand(q)
-                | Fault::CreditsMinted(q)
-                | Fault::DropUser(q) => q,
-                Fault::None => unreachable!(),
-            };
-            assert_eq!(fb.quantum, at - 1, "{fb}");
-            assert_eq!(o.device_quanta(), at - 1);
+        for verify in MODES {
+            for (fault, kind, words) in loud {
+                let o = run(Policy::Karma, fault, verify);
+                let fb = o.fallback().unwrap();
+                assert!(!o.on_device());
+                assert_eq!(fb.error.kind(), kind, "{verify} {fault:?}: {fb}");
+                assert!(fb.error.to_string().contains(words), "{verify}: {fb}");
+                assert_eq!(fb.quantum, fault.at() - 1, "{verify}: {fb}");
+                assert_eq!(fb.issued_after, 0, "{verify}: {fb}");
+                assert_eq!(o.device_quanta(), fault.at() - 1);
+            }
         }
     }
 
     #[test]
+    fn a_wrong_result_that_keeps_every_invariant_is_found_by_recomputation_only() {
+        for verify in MODES {
+            let device = fake(Policy::Karma, Fault::Swap(5));
+            let swapped = device.swapped.clone();
+            let mut o = Offload::new(pool(Policy::Karma), Box::new(device), verify);
+            let mut reference = pool(Policy::Karma);
+            let mut differed = Vec::new();
+            for d in demands() {
+                let got = o.allocate(&d).unwrap().to_vec();
+                differed.push(got != reference.allocate(&d).unwrap());
+            }
+            o.settle();
+            let at = swapped.lock().unwrap().expect("the demands offer a swap");
+            match verify {
+                Verify::Invariants | Verify::Sample(3)
+                    if verify == Verify::Invariants || !(at - 1).is_multiple_of(3) =>
+                {
+                    assert!(o.fallback().is_none() && o.on_device(), "{verify}: not seen ({at})");
+                    assert!(differed[at as usize - 1], "{verify}: the wrong allocation was issued");
+                }
+                _ => {
+                    let fb = o.fallback().unwrap();
+                    assert_eq!(fb.quantum, at - 1, "{verify}: {fb}");
+                    assert!(fb.error.to_string().contains("differs from the software's"), "{verify}: {fb}");
+                    assert_eq!(o.pool().credits(), reference.credits(), "{verify}: the software's credits");
+                    assert_eq!(o.pool().quantum(), 30);
+                    // Found at once in sync, before the result is used; otherwise by the
+                    // verifier, after the device's result for it and maybe later ones were.
+                    if verify == Verify::Sync {
+                        assert_eq!((fb.issued_after, o.device_quanta()), (0, at - 1), "{fb}");
+                    } else {
+                        assert_eq!(o.device_quanta(), at + fb.issued_after, "{verify}: {fb}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn async_falls_back_at_the_mismatch_and_replays_what_the_device_issued_since() {
+        // Hold the verifier back: a mismatch must be found for the quantum it happened in,
+        // whatever came after, and the software's credits must cover every later quantum.
+        let device = fake(Policy::Karma, Fault::Swap(2));
+        let swapped = device.swapped.clone();
+        let mut o = Offload::new(pool(Policy::Karma), Box::new(device), Verify::Async);
+        let mut reference = pool(Policy::Karma);
+        let mut issued = Vec::new();
+        for d in demands() {
+            issued.push(o.allocate(&d).unwrap().to_vec());
+            reference.allocate(&d).unwrap();
+        }
+        o.settle();
+        let fb = o.fallback().unwrap().clone();
+        let at = swapped.lock().unwrap().unwrap();
+        assert_eq!(fb.quantum, at - 1);
+        assert!(fb.to_string().contains("dropped after"), "{fb}");
+        assert_eq!(o.pool().credits(), reference.credits());
+        // Every later quantum is the software's.
+        let mut reference_after = reference.clone();
+        for d in demands() {
+            assert_eq!(o.allocate(&d).unwrap(), reference_after.allocate(&d).unwrap());
+        }
+        assert!(!o.on_device());
+    }
+
+    #[test]
     fn pools_the_device_cannot_hold_run_on_software() {
-        let fake = Fake { pool: pool(Policy::Karma), fault: Fault::None, quanta: 0 };
         let config = PoolConfig::equal(5, 4, Alpha::new(1, 2).unwrap(), -1).unwrap();
-        let o = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(fake), Verify::Full);
+        let o = Offload::new(
+            Allocator::new(config, Policy::Karma).unwrap(),
+            Box::new(fake(Policy::Karma, Fault::None)),
+            Verify::Sync,
+        );
         let fb = o.fallback().unwrap();
         assert!(fb.error.to_string().contains("whole credits from 0"), "{fb}");
         assert_eq!(fb.error.kind(), "unsupported");
-        let fake = Fake { pool: pool(Policy::Karma), fault: Fault::None, quanta: 0 };
-        let mut o = Offload::new(pool(Policy::Karma), Box::new(fake), Verify::Full);
-        o.allocate(&[1, 2, 3, 1 << 31, 0]).unwrap();
-        let fb = o.fallback().unwrap().to_string();
-        assert!(fb.contains("user `u3` demands 2147483648") && fb.contains("status code 3"), "{fb}");
+        for verify in MODES {
+            let mut o = Offload::new(pool(Policy::Karma), Box::new(fake(Policy::Karma, Fault::None)), verify);
+            o.allocate(&[1, 2, 3, 1 << 31, 0]).unwrap();
+            let fb = o.fallback().unwrap().to_string();
+            assert!(fb.contains("user `u3` demands 2147483648") && fb.contains("status code 3"), "{fb}");
+        }
     }
 
     #[test]
     fn bad_demand_changes_nothing_and_keeps_the_device() {
-        let fake = Fake { pool: pool(Policy::Karma), fault: Fault::None, quanta: 0 };
-        let mut o = Offload::new(pool(Policy::Karma), Box::new(fake), Verify::Full);
-        assert!(o.allocate(&[1, 2]).is_err());
-        assert!(o.on_device());
-        assert_eq!(o.pool().quantum(), 0);
-        assert_eq!(o.checkpoint(), pool(Policy::Karma).credits());
-        assert!(o.on_device());
+        for verify in MODES {
+            let mut o = Offload::new(pool(Policy::Karma), Box::new(fake(Policy::Karma, Fault::None)), verify);
+            assert!(o.allocate(&[1, 2]).is_err());
+            assert!(o.on_device());
+            assert_eq!(o.pool().quantum(), 0);
+            assert_eq!(o.checkpoint(), pool(Policy::Karma).credits());
+            assert!(o.on_device());
+        }
+    }
+
+    #[test]
+    fn verify_modes_parse_and_print_back() {
+        for s in ["sync", "async", "sample:1", "sample:100", "invariants"] {
+            assert_eq!(s.parse::<Verify>().unwrap().to_string(), s);
+        }
+        for (bad, words) in [("full", "use sync"), ("sample:0", "from 1"), ("sample:x", "from 1"), ("", "use sync")] {
+            assert!(bad.parse::<Verify>().unwrap_err().0.contains(words), "{bad}");
+        }
     }
 }

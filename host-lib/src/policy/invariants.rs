@@ -1,6 +1,6 @@
 //! The invariants every correct quantum keeps, checkable in one pass without
 //! recomputing the quantum: what the offload backend holds a device's result to when
-//! it does not recompute it ([`crate::offload::Verify::Checks`]), and what the tests
+//! it does not recompute it first ([`crate::offload::Verify`]), and what the tests
 //! hold every implementation to.
 //!
 //! Stated for equal shares with whole credits (a device's domain; Algorithm 1, price
@@ -90,6 +90,112 @@ pub fn check(
         ));
     }
     Ok(())
+}
+
+/// One quantum in device words (equal shares, whole credits below 2^31), for
+/// [`check_words`].
+#[derive(Clone, Copy, Debug)]
+pub struct Words<'a> {
+    /// Demands.
+    pub demand: &'a [u32],
+    /// Balances before.
+    pub before: &'a [u32],
+    /// Allocations.
+    pub alloc: &'a [u32],
+    /// Balances after.
+    pub after: &'a [u32],
+}
+
+/// [`check`] for a quantum in device words on a pool of equal shares (every user's
+/// guaranteed share is `params.guaranteed[0]`): the same verdict, in one branch-free
+/// pass that the compiler vectorizes, because a device's every result goes through it
+/// on the caller's critical path. When it fails, [`check`] names what broke.
+pub fn check_words(policy: Policy, params: &KarmaParams, w: &Words<'_>) -> Result<(), Violation> {
+    let n = w.demand.len();
+    let lengths = w.alloc.len() == n && w.after.len() == n && w.before.len() == n;
+    if lengths && params.guaranteed.len() == n && words_hold(policy, params, w) {
+        return Ok(());
+    }
+    let widen = |x: &[u32]| x.iter().map(|&v| v as u64).collect::<Vec<_>>();
+    let credits = |x: &[u32]| x.iter().map(|&v| Credits::from_raw((v as i64) << crate::credits::FRAC_BITS)).collect();
+    let (before, after): (Vec<Credits>, Vec<Credits>) = (credits(w.before), credits(w.after));
+    check(policy, params, &widen(w.demand), &before, &widen(w.alloc), &after)?;
+    // Unreachable while the two agree (a test holds them to it); never accept silently.
+    broken("the device's result breaks an invariant of the policy".into())
+}
+
+/// The fast pass of [`check_words`]: true when every invariant holds. Words below
+/// [`NARROW`] (every real pool: balances below half a billion credits) go through
+/// [`karma_narrow`], which the compiler vectorizes; wider ones through
+/// [`karma_wide`]. Both say exactly what [`check`] says.
+fn words_hold(policy: Policy, params: &KarmaParams, w: &Words<'_>) -> bool {
+    let g = params.guaranteed.first().copied().unwrap_or(0);
+    if !params.free.is_integer() || params.free.raw() < 0 {
+        return false;
+    }
+    let free = params.free.floor_int() as u64;
+    let n = w.demand.len();
+    let (demand, alloc, before, after) = (&w.demand[..n], &w.alloc[..n], &w.before[..n], &w.after[..n]);
+    let total: u64 = alloc.iter().map(|&a| a as u64).sum();
+    if total > params.capacity {
+        return false;
+    }
+    match policy {
+        Policy::Karma => {
+            let high = [demand, alloc, before, after].iter().flat_map(|x| x.iter()).fold(0u32, |h, &v| h | v);
+            if (high as u64) < NARROW && g < NARROW && free < NARROW {
+                karma_narrow(g as i32, free as i32, demand, alloc, before, after)
+            } else {
+                karma_wide(g.min(u32::MAX as u64) as i64, free as i64, demand, alloc, before, after)
+            }
+        }
+        Policy::MaxMin | Policy::Strict => {
+            let g = g.min(u32::MAX as u64) as u32;
+            let range = demand.iter().zip(alloc).fold(false, |bad, (&d, &a)| bad | (a > d) | (a < d.min(g)));
+            !range && before == after
+        }
+    }
+}
+
+/// Words below this (2^29) make every sum of three fit an `i32`.
+const NARROW: u64 = 1 << 29;
+
+/// Karma's per-user invariants and the credit balance, in `i32` lanes. A user with `d`,
+/// `a`, balance `b` before and `c` after, borrowing `over = max(a - g, 0)`:
+/// `min(d, g) <= a <= d`, and `lo <= c <= lo + max(g - d, 0)` with
+/// `lo = b + free - over` (a borrower pays exactly what it borrowed, and then
+/// `max(g - d, 0)` is 0 because `a <= d`; a donor earns at most what it left unused).
+/// Each condition is a difference that must not be negative: their OR's sign bit is the
+/// verdict.
+fn karma_narrow(g: i32, free: i32, demand: &[u32], alloc: &[u32], before: &[u32], after: &[u32]) -> bool {
+    let n = demand.len();
+    let (alloc, before, after) = (&alloc[..n], &before[..n], &after[..n]);
+    let mut bad = 0i32;
+    for u in 0..n {
+        let (d, a, b, c) = (demand[u] as i32, alloc[u] as i32, before[u] as i32, after[u] as i32);
+        let lo = b + free - (a - g).max(0);
+        let hi = lo + (g - d).max(0);
+        bad |= (d - a) | (a - d.min(g)) | (c - lo) | (hi - c);
+    }
+    // Donors earn no more than borrowers paid.
+    let borrowed: u64 = alloc.iter().map(|&a| (a as i32 - g).max(0) as u64).sum();
+    let earned: u64 = after.iter().zip(before).map(|(&c, &b)| (c as i32 - (b as i32 + free)).max(0) as u64).sum();
+    bad >= 0 && earned <= borrowed
+}
+
+/// [`karma_narrow`] in `i64`, for words up to 2^32.
+fn karma_wide(g: i64, free: i64, demand: &[u32], alloc: &[u32], before: &[u32], after: &[u32]) -> bool {
+    let (mut bad, mut borrowed, mut earned) = (false, 0i64, 0i64);
+    for u in 0..demand.len() {
+        let (d, a, b, c) = (demand[u] as i64, alloc[u] as i64, before[u] as i64, after[u] as i64);
+        let over = (a - g).max(0);
+        let lo = b + free - over;
+        let hi = lo + (g - d).max(0);
+        bad |= (a > d) | (a < d.min(g)) | (c < lo) | (c > hi);
+        borrowed += over;
+        earned += (c - (b + free)).max(0);
+    }
+    !bad && earned <= borrowed
 }
 
 #[cfg(test)]
