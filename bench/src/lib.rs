@@ -16,6 +16,7 @@ use fairshare::policy::karma;
 use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
 use fairshare_sim::workload;
 
+pub mod offload;
 pub mod software;
 
 /// Initial credits of every user in [`karma_instance`]: large enough that nobody runs

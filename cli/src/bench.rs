@@ -2,6 +2,7 @@
 //! and the bench report in `bench/` are the thorough ones). The measuring itself lives
 //! in `fairshare-bench`; this module parses nothing and prints the result.
 
+use fairshare_bench::offload::{self, OffloadRun, Spread};
 use fairshare_bench::software::{self, SoftwareRun};
 
 use crate::output::table;
@@ -34,6 +35,43 @@ pub fn software(run: SoftwareRun, json: bool) -> Result<(), CliError> {
             &["policy", "implementation", "workload", "users", "quanta", "median ns", "p99 ns", "ns per user"],
             &[row]
         )
+    );
+    Ok(())
+}
+
+/// `fairshare bench offload`: where the time of an offloaded quantum goes.
+pub fn offload(run: &OffloadRun, json: bool) -> Result<(), CliError> {
+    if run.users == 0 || run.quanta == 0 {
+        return Err(CliError::Usage(format!("--users {} --quanta {}: both must be at least 1", run.users, run.quanta)));
+    }
+    let r = offload::measure(run).map_err(|e| CliError::Usage(format!("bench offload: {e}")))?;
+    if json {
+        let text = serde_json::to_string_pretty(&r).map_err(|e| CliError::Io(e.to_string()))?;
+        println!("{text}");
+        return Ok(());
+    }
+    let us = |x: f64| format!("{:.2}", x / 1e3);
+    let rows: Vec<Vec<String>> = [
+        ("software (batched, alone)", r.software_ns),
+        ("round trip (doorbell to results)", r.round_trip_ns),
+        ("device (its own report)", r.device_ns),
+        ("host overhead (round trip - device)", r.host_overhead_ns),
+        ("critical path (what the caller waits for)", r.critical_path_ns),
+        ("verifier (one quantum's exact check)", r.verifier_ns),
+    ]
+    .into_iter()
+    .map(|(what, s): (&str, Spread)| vec![what.to_string(), us(s.median), us(s.p99)])
+    .collect();
+    println!(
+        "{} users, {} quanta on {}, --verify {}, {} workload, {} cores",
+        run.users, run.quanta, run.backend, run.verify, run.workload, r.cores
+    );
+    print!("{}", table(&["per quantum", "median us", "p99 us"], &rows));
+    println!(
+        "mismatches: {}; device quanta: {}; fallback: {}",
+        r.mismatches,
+        r.device_quanta,
+        r.fallback.as_deref().unwrap_or("none")
     );
     Ok(())
 }

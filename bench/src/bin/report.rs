@@ -7,21 +7,21 @@
 //! side for two workloads. Engine: cycles per quantum from RustHDL simulation (every
 //! quantum checked against the software) for N = 64 .. 4,096 and P = 1, 4, 16 lanes,
 //! converted to time at the clock place-and-route measured and at a stated target
-//! clock: projections, labelled so. The emulator's round trip over shared memory. The
-//! ratio offload / software per N.
+//! clock: projections, labelled so. The offload path through the emulator and rtl-sim,
+//! measured part by part ([`fairshare_bench::offload`]). The ratio offload / software
+//! per N.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use fairshare::offload::Verify;
 use fairshare::policy::karma;
 use fairshare::{Implementation, Policy};
-use fairshare_abi::Mode;
-use fairshare_backends::Backend;
+use fairshare_bench::karma_instance;
+use fairshare_bench::offload::{self, OffloadReport, OffloadRun, Spread};
 use fairshare_bench::software::{self as sw_bench, BenchWorkload};
-use fairshare_bench::{device_instance, karma_instance};
-use fairshare_emulator::{InProcess, Model};
 use fairshare_report::chart::{Chart, LineChart, Marks, Scale, Series};
 
 /// The clock nextpnr reported after routing the 1-lane, 64-user engine on an iCE40 HX8K
@@ -162,31 +162,114 @@ fn engines() -> Result<Vec<Engine>, String> {
     Ok(out)
 }
 
-/// The emulator's round trip (software model on a thread, shared memory) per N.
-fn emulator(dir: &Path) -> Result<Vec<(usize, f64)>, String> {
+/// Users in the offload measurements.
+const OFFLOAD_N: [usize; 6] = [64, 256, 1_024, 4_096, 16_384, 65_536];
+/// Users of the rtl-sim offload rows (the RTL simulates cycle by cycle).
+const OFFLOAD_RTL_N: [usize; 2] = [64, 256];
+
+/// One offload measurement ([`fairshare_bench::offload`]).
+fn offload_run(n: usize, backend: &str, verify: Verify, quanta: usize) -> Result<OffloadReport, String> {
+    eprintln!("report: offload, N = {n}, {backend}, --verify {verify}");
+    let run =
+        OffloadRun { users: n, quanta, backend: backend.parse()?, verify, workload: BenchWorkload::Bursty, seed: 42 };
+    offload::measure(&run)
+}
+
+/// The offload path per N: the emulator (software model) with async and sync
+/// verification, and the in-process RTL for small N.
+fn offloads() -> Result<Vec<OffloadReport>, String> {
     let mut out = Vec::new();
-    for &n in &ENGINE_N {
-        eprintln!("report: emulator round trip, N = {n}");
-        let inst = device_instance(n, 10, 42);
-        let path = dir.join(format!("report{n}.shm"));
-        let emu = InProcess::start(&path, n, 16, Model::Software, vec![]).map_err(|e| e.to_string())?;
-        let mut dev = Backend::Emulator(path.clone())
-            .accelerator(n, Duration::from_secs(2))
-            .map_err(|e| e.to_string())?
-            .ok_or("the emulator backend opens a device")?;
-        let mut times = Vec::new();
-        for _ in 0..41 {
-            dev.write_credits(&inst.credits).map_err(|e| e.to_string())?;
-            let start = Instant::now();
-            black_box(dev.quantum(Mode::Karma, inst.fair, inst.guaranteed, &inst.demand).map_err(|e| e.to_string())?);
-            times.push(start.elapsed().as_nanos() as f64);
+    for &n in &OFFLOAD_N {
+        let quanta = if n >= 16_384 { 200 } else { 1_000 };
+        for verify in [Verify::Async, Verify::Sync] {
+            out.push(offload_run(n, "emulator", verify, quanta)?);
         }
-        drop(dev);
-        drop(emu);
-        times.sort_by(f64::total_cmp);
-        out.push((n, times[times.len() / 2]));
+    }
+    for &n in &OFFLOAD_RTL_N {
+        out.push(offload_run(n, "rtl-sim", Verify::Async, 10)?);
     }
     Ok(out)
+}
+
+/// The emulator's round trip per N with async verification (for the summary table).
+fn round_trips(off: &[OffloadReport]) -> Vec<(usize, f64)> {
+    off.iter()
+        .filter(|r| r.run.verify == Verify::Async && r.run.backend.to_string() == "emulator")
+        .map(|r| (r.run.users, r.round_trip_ns.median))
+        .collect()
+}
+
+fn plot_offload(dir: &Path, off: &[OffloadReport]) -> Result<(), String> {
+    let us = |ns: f64| ns / 1e3;
+    let pick =
+        |verify: Verify| off.iter().filter(move |r| r.run.verify == verify && r.run.backend.to_string() == "emulator");
+    let line = |name: &str, rgb, value: &dyn Fn(&OffloadReport) -> f64, verify: Verify| Series {
+        name: name.into(),
+        points: pick(verify).map(|r| (r.run.users as f64, us(value(r)))).collect(),
+        rgb,
+        marks: Marks::LineAndPoints,
+    };
+    let series = vec![
+        line("software alone (batched)", (0, 0, 255), &|r| r.software_ns.median, Verify::Async),
+        line("device (emulator, software model)", (0, 0, 0), &|r| r.device_ns.median, Verify::Async),
+        line("host overhead (round trip - device)", (255, 127, 14), &|r| r.host_overhead_ns.median, Verify::Async),
+        line("critical path, --verify async", (0, 160, 0), &|r| r.critical_path_ns.median, Verify::Async),
+        line("critical path, --verify sync", (255, 0, 0), &|r| r.critical_path_ns.median, Verify::Sync),
+        line("verifier thread, one quantum", (148, 103, 189), &|r| r.verifier_ns.median, Verify::Async),
+    ];
+    let chart = LineChart {
+        title: "Offloaded Karma quantum through the emulator: where the time goes (measured)".into(),
+        x: ("users".into(), 40.0..1e5),
+        y: ("µs per quantum (median)".into(), 1e-1..1e5),
+        scale: Scale::LogLog,
+        series,
+    };
+    chart.write(dir, "report_offload").map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The offload section of the report.
+fn offload_markdown(md: &mut String, off: &[OffloadReport]) {
+    let cores = off.first().map_or(0, |r| r.cores);
+    let _ = writeln!(
+        md,
+        "\n## The offload path, measured\n\n`fairshare_bench::offload` (what `fairshare bench offload` prints): a Karma pool \
+         (bursty workload, f = 10) on a device through `Offload`, quantum after quantum as a caller runs it, then the batched \
+         software alone on the same demands in the same run, each after an untimed warm-up (20 quanta and at least 300 ms); \
+         medians (p99 in brackets) per quantum, 1,000 quanta (200 from N = 16,384). `emulator`: the \
+         emulated device with the engine's software model on a thread of this process, over the shared-memory protocol \
+         (futex signalling, bulk copies); `rtl-sim`: the RustHDL engine in process (its device time is simulation time). \
+         Round trip: the device call, demands written to results read; device: what the device reported (the \
+         emulator's clock, doorbell to last result); host overhead: round trip minus device; critical path: everything \
+         the caller of `allocate` waited for, checks included; verifier: the exact software check of one quantum, inline \
+         with `sync`, on the verifier thread with `async`. {cores} cores: the emulator, the caller and (async) the \
+         verifier share them.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| N | backend | verify | software | round trip | device | host overhead | critical path | verifier | (critical - device) / software | mismatches |\n\
+         |---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let cell = |s: Spread| format!("{} ({})", show(s.median), show(s.p99));
+    for r in off {
+        let ratio = (r.critical_path_ns.median - r.device_ns.median) / r.software_ns.median;
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {ratio:.2} | {}{} |",
+            r.run.users,
+            r.run.backend,
+            r.run.verify,
+            cell(r.software_ns),
+            cell(r.round_trip_ns),
+            cell(r.device_ns),
+            cell(r.host_overhead_ns),
+            cell(r.critical_path_ns),
+            cell(r.verifier_ns),
+            r.mismatches,
+            r.fallback.as_deref().map(|f| format!(" (fallback: {f})")).unwrap_or_default(),
+        );
+    }
+    let _ = writeln!(md, "\n![offload](report_offload.svg)");
 }
 
 fn plot(dir: &Path, sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> Result<(), String> {
@@ -384,10 +467,12 @@ fn run() -> Result<(), String> {
     let sw = software();
     let ba = before_after()?;
     let hw = engines()?;
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let emu = emulator(tmp.path())?;
+    let off = offloads()?;
+    let emu = round_trips(&off);
     plot(out, &sw, &hw, &emu)?;
-    let md = markdown(&sw, &ba, &hw, &emu);
+    plot_offload(out, &off)?;
+    let mut md = markdown(&sw, &ba, &hw, &emu);
+    offload_markdown(&mut md, &off);
     let path = out.join("REPORT.md");
     let staged = out.join(".REPORT.md.tmp");
     std::fs::write(&staged, &md).and_then(|_| std::fs::rename(&staged, &path)).map_err(|e| e.to_string())?;
