@@ -287,7 +287,6 @@ impl DeviceHandle {
         self.wait(
             || format!("sequence number {seq}"),
             completion,
-            !seq,
             |dev| Ok(dev.dma.read32(dev.layout.completion)? != !seq),
         )?;
         barrier();
@@ -319,7 +318,6 @@ impl DeviceHandle {
     fn credit_command(&mut self, write: bool) -> Result<(), DeviceError> {
         self.tag = (self.tag + 1) & 0xFF_FFFF;
         let cmd = abi::CREDIT_CMD_TAG.set(abi::CREDIT_CMD_WRITE.set(0, write as u32), self.tag);
-        let before = self.reg_read(abi::CREDIT_ACK.offset)?;
         barrier();
         self.reg_write(abi::CREDIT_CMD.offset, cmd)?;
         self.kick()?;
@@ -327,7 +325,6 @@ impl DeviceHandle {
         self.wait(
             || format!("credit command 0x{cmd:08X}"),
             ack,
-            before,
             |dev| Ok(dev.reg_read(abi::CREDIT_ACK.offset)? == cmd),
         )?;
         barrier();
@@ -337,14 +334,13 @@ impl DeviceHandle {
     /// Waits until `done` holds or the timeout passes. Spins first ([`Spinner`], for
     /// [`signal::HOST_SPIN`], or [`signal::HOST_SPIN_SHARED`] when the caller's other
     /// threads need the CPU: a fast device answers in microseconds); then, with the emulator,
-    /// blocks on a futex on `word` while it still holds `pending` (woken by the
+    /// blocks on a futex on `word` while it holds what it held last (woken by the
     /// emulator's write), or, with a real device, polls every 20 us. Checks the
     /// liveness about every millisecond.
     fn wait(
         &self,
         what: impl FnOnce() -> String,
         word: Word,
-        pending: u32,
         mut done: impl FnMut(&Self) -> Result<bool, DeviceError>,
     ) -> Result<(), DeviceError> {
         let start = Instant::now();
@@ -372,7 +368,12 @@ impl DeviceHandle {
                     Word::Bar(off) => self.bar.word(off)?,
                 };
                 let left = self.timeout.saturating_sub(now - start).min(Duration::from_millis(1));
-                signal::sleep_while(self.bar.word(signal::HOST_ASLEEP)?, word, pending, left);
+                // Whatever it holds now is not the answer (`done` said so): sleep until it
+                // changes. Read before the flag is set, so a change in between is seen.
+                let seen = word.load(std::sync::atomic::Ordering::SeqCst);
+                if !done(self)? {
+                    signal::sleep_while(self.bar.word(signal::HOST_ASLEEP)?, word, seen, left);
+                }
             } else {
                 std::thread::sleep(Duration::from_micros(20));
             }

@@ -9,9 +9,19 @@
 //! Safety argument, once for the module: a [`Region`] owns its mapping (`MmapMut`) for
 //! as long as it lives, so `ptr .. ptr + len` stays valid; offsets are checked against
 //! `len` and 4-byte alignment before any pointer is formed; the mapping's base is page
-//! aligned, so aligned offsets give aligned pointers. Another process (the emulator) or
-//! the device may change the memory at any time, which is why reads are volatile and
-//! never produce references into the region.
+//! aligned, so aligned offsets give aligned pointers. Another process (the emulator), a
+//! thread of this one (the in-process emulator) or the device may change the memory at
+//! any time:
+//! - register words are read and written with volatile 32-bit accesses, never through
+//!   references;
+//! - the words two sides wait on with a futex ([`Region::word`]) are viewed as
+//!   `AtomicU32`, the type made for memory that others change; the other side's
+//!   volatile 32-bit stores to them are single aligned stores as well;
+//! - the bulk copies ([`Region::read_words`], [`Region::write_words`]) copy between the
+//!   mapping and this process's own buffers through raw pointers, never references into
+//!   the mapping, so a device that writes the span during the copy (against the
+//!   protocol) tears the copied values, which any bit pattern of a `u32` tolerates and
+//!   the host's checks then see.
 
 #![allow(unsafe_code)]
 

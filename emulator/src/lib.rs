@@ -92,8 +92,8 @@ pub enum FaultKind {
     Late,
     /// The completion carries another sequence number.
     WrongSeq,
-    /// User 0's allocation is one slice more than computed (breaks an invariant: the
-    /// host's cheap check sees it in every verification mode).
+    /// User 0's allocation is one slice more than computed (breaks an invariant of every
+    /// policy: the host's cheap check sees it in every verification mode).
     Corrupt,
     /// One slice moved from a borrower to another user who wanted more, with a credit
     /// moved back (the first pair of users where that is possible; none if there is
@@ -246,8 +246,8 @@ impl Emulator {
     /// credit command registers; when idle it spins (yielding now and then) for
     /// [`signal::DEVICE_SPIN`], then blocks on the host's kick word (a futex,
     /// [`fairshare_driver::signal`]) for up to 5 ms at a time: back-to-back quanta are
-    /// answered within microseconds, an idle device takes no CPU. While idle, about every
-    /// millisecond, it answers hosts that connect and notices one that left.
+    /// answered within microseconds, an idle device takes no CPU. While idle, between
+    /// 1 and 5 ms apart, it answers hosts that connect and notices one that left.
     pub fn serve(&mut self, stop: &AtomicBool) -> Result<(), Stopped> {
         let mut spinner = Spinner::new(signal::DEVICE_SPIN);
         let mut checked = Instant::now();
@@ -299,6 +299,8 @@ impl Emulator {
         let seq = self.reg(abi::DOORBELL);
         if seq != self.last_seq {
             self.last_seq = seq;
+            // The demands (a plain bulk copy) are read after the doorbell was seen.
+            barrier();
             self.quantum(seq)?;
             return Ok(true);
         }
@@ -438,13 +440,11 @@ impl Emulator {
         let device_ns = start.elapsed().as_nanos() as u64;
         let words = Completion { seq: echoed, status, cycles, quanta: self.quanta_ok, device_ns }.to_words();
         barrier();
-        // Status, cycles and quanta first; the sequence number (what the host polls) last.
-        if self
-            .dma
-            .write_words(completion_at + 4, &words[1..])
-            .and_then(|_| self.dma.write32(completion_at, words[0]))
-            .is_err()
-        {
+        // Status, cycles and quanta first (a plain bulk copy, ordered before the sequence
+        // number by the fence); the sequence number (what the host waits on) last.
+        let body = self.dma.write_words(completion_at + 4, &words[1..]);
+        barrier();
+        if body.and_then(|_| self.dma.write32(completion_at, words[0])).is_err() {
             eprintln!("device-sim: sequence number {seq}: the completion address is outside the DMA region");
         }
         self.wake_host(self.dma.word(completion_at));
