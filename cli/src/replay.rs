@@ -155,6 +155,11 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             before.extend_from_slice(pool.pool().credits());
         }
         pool.allocate(&demand).map_err(|e| quantum_error(&trace, label, &names, e))?;
+        if matches!(rows, Rows::Ledgered { .. }) {
+            // The ledger and its rows hold verified results only: wait for the verifier
+            // (async) before they are written; a mismatch puts the software's in place.
+            pool.settle();
+        }
         let (alloc, after) = (pool.pool().allocations(), pool.pool().credits());
         recorder.record(&demand, alloc);
         let label = label.to_string();
@@ -170,8 +175,6 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             write_record(&mut rows, &row)?;
         }
         if let Rows::Ledgered { ledger, csv, path, len, run } = &mut rows {
-            // The ledger holds verified credits only (async verification caught up).
-            pool.settle();
             let io = |e: io::Error| CliError::Io(format!("writing {}: {e}", path.display()));
             csv.flush().map_err(io)?;
             csv.get_ref().sync_data().map_err(io)?;

@@ -101,6 +101,12 @@ impl Allocator {
         self.quantum += 1;
     }
 
+    /// Counts a quantum that changed nothing (one the offload's verifier could not
+    /// recompute, though the device issued it).
+    pub(crate) fn skip_quantum(&mut self) {
+        self.quantum += 1;
+    }
+
     /// Puts the pool where it was before quantum `quantum` with balances `credits`, in
     /// device words (the verifier's replay of a sampled device quantum).
     pub(crate) fn restore_words(&mut self, quantum: u64, credits: &[u32]) {

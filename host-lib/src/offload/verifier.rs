@@ -53,6 +53,8 @@ pub(super) struct Job {
     pub check: Check,
     /// Nanoseconds the verifier spent on it.
     pub verify_ns: u64,
+    /// Whether the verifier recomputed it (not a skipped quantum of `sample:K`).
+    pub checked: bool,
 }
 
 /// What the verifier does with a job before any mismatch.
@@ -122,15 +124,23 @@ impl Verifier {
 
     /// A job to fill: a returned one if any, else a new one.
     pub fn job(&mut self) -> Job {
+        self.collect();
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Takes back the jobs the thread has finished.
+    fn collect(&mut self) {
         while let Ok(job) = self.done.try_recv() {
             self.returned(job);
         }
-        self.spare.pop().unwrap_or_default()
     }
 
     fn returned(&mut self, job: Job) {
         self.outstanding -= 1;
-        self.last_ns = job.verify_ns;
+        // Only quanta that were recomputed say what a check costs (not skipped ones).
+        if job.checked {
+            self.last_ns = job.verify_ns;
+        }
         self.spare.push(job);
     }
 
@@ -145,9 +155,9 @@ impl Verifier {
         }
     }
 
-    /// Whether quanta sent may still be unchecked (those checked since the last
-    /// [`Verifier::job`] count as unchecked).
-    pub fn busy(&self) -> bool {
+    /// Whether quanta sent are still being checked.
+    pub fn busy(&mut self) -> bool {
+        self.collect();
         self.outstanding > 0
     }
 
@@ -202,9 +212,13 @@ fn run(mut pool: Allocator, queue: &Receiver<Job>, back: &Sender<Job>, found: &F
             let wrong = match pool.allocate(&demand) {
                 Ok(_) if mismatched => None,
                 Ok(_) => super::differs(&job.alloc, &job.credits, pool.allocations(), pool.credits()),
-                // The software refuses what the device computed; it keeps its state, as a
-                // software run would have.
-                Err(e) => Some(format!("the software refuses a quantum the device computed: {e}")),
+                // The software refuses what the device computed (a credit overflow): its
+                // balances stay, as a software run's would, and the quantum still counts,
+                // since the device issued it.
+                Err(e) => {
+                    pool.skip_quantum();
+                    Some(format!("the software refuses a quantum the device computed: {e}"))
+                }
             };
             if let (Some(reason), false) = (wrong, mismatched) {
                 mismatched = true;
@@ -215,6 +229,7 @@ fn run(mut pool: Allocator, queue: &Receiver<Job>, back: &Sender<Job>, found: &F
             }
         }
         job.verify_ns = start.elapsed().as_nanos() as u64;
+        job.checked = check != Check::Skip;
         if back.send(job).is_err() {
             break;
         }

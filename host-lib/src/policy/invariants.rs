@@ -10,7 +10,8 @@
 //! - Karma: a borrower (`alloc > g`) ends with exactly `before + free - (alloc - g)`; a
 //!   donor with `before + free + e` where `0 <= e <= max(g - d, 0)` (what it lent); and
 //!   donors earn no more than borrowers paid;
-//! - max-min and strict partitioning: balances unchanged.
+//! - max-min and strict partitioning: balances unchanged; strict partitioning gives
+//!   every user exactly `min(d, f)`.
 //!
 //! A result can keep every invariant and still be wrong (say, a slice lent by the
 //! wrong donor): only recomputing (the literal oracle or the batched form) sees that.
@@ -49,6 +50,13 @@ pub fn check(
             return broken(format!(
                 "allocation {a} of user {u} is outside [{floor}, {}] (guaranteed part to demand)",
                 demand[u]
+            ));
+        }
+        let fair = params.fair_share[u];
+        if policy == Policy::Strict && a != demand[u].min(fair) {
+            return broken(format!(
+                "allocation {a} of user {u}: strict partitioning gives min(demand, fair share) = {}",
+                demand[u].min(fair)
             ));
         }
         total = total.saturating_add(a);
@@ -113,7 +121,7 @@ pub struct Words<'a> {
 pub fn check_words(policy: Policy, params: &KarmaParams, w: &Words<'_>) -> Result<(), Violation> {
     let n = w.demand.len();
     let lengths = w.alloc.len() == n && w.after.len() == n && w.before.len() == n;
-    if lengths && params.guaranteed.len() == n && words_hold(policy, params, w) {
+    if lengths && params.guaranteed.len() == n && params.fair_share.len() == n && words_hold(policy, params, w) {
         return Ok(());
     }
     let widen = |x: &[u32]| x.iter().map(|&v| v as u64).collect::<Vec<_>>();
@@ -149,10 +157,15 @@ fn words_hold(policy: Policy, params: &KarmaParams, w: &Words<'_>) -> bool {
                 karma_wide(g.min(u32::MAX as u64) as i64, free as i64, demand, alloc, before, after)
             }
         }
-        Policy::MaxMin | Policy::Strict => {
+        Policy::MaxMin => {
             let g = g.min(u32::MAX as u64) as u32;
             let range = demand.iter().zip(alloc).fold(false, |bad, (&d, &a)| bad | (a > d) | (a < d.min(g)));
             !range && before == after
+        }
+        Policy::Strict => {
+            let f = params.fair_share.first().copied().unwrap_or(0).min(u32::MAX as u64) as u32;
+            let exact = demand.iter().zip(alloc).all(|(&d, &a)| a == d.min(f));
+            exact && before == after
         }
     }
 }
