@@ -501,14 +501,15 @@ fn device_sim(
         emu.max_users(),
         shm.display()
     );
-    println!("ready");
-    std::io::stdout().flush().map_err(|e| CliError::Io(e.to_string()))?;
-    // SIGINT and SIGTERM stop serving; the emulator then removes its socket.
+    // SIGINT and SIGTERM stop serving; the emulator then removes its socket. Installed
+    // before `ready`, so that a signal sent as soon as it is read ends it cleanly.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, std::sync::Arc::clone(&stop))
             .map_err(|e| CliError::Io(format!("installing the handler of signal {signal}: {e}")))?;
     }
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| CliError::Io(e.to_string()))?;
     if let Err(fairshare_emulator::Stopped::Crashed) = emu.serve(&stop) {
         // As a device that dies: no clean-up, the process ends at once.
         std::process::exit(70);

@@ -463,11 +463,9 @@ fn bench_commands_report_their_fields_and_refuse_bad_options() {
         let o = fairshare(&["bench", "offload", "--users", "100", "--quanta", "30", "--verify", verify, "--json"]);
         assert!(o.status.success(), "{verify}: {}", text(&o.stderr));
         let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(
-            (j["verify"].as_str(), j["mismatches"].as_u64(), j["device_quanta"].as_u64()),
-            (Some(verify), Some(0), Some(50)),
-            "{j}"
-        );
+        assert_eq!((j["verify"].as_str(), j["mismatches"].as_u64()), (Some(verify), Some(0)), "{j}");
+        // 30 timed quanta after a warm-up of at least 20 quanta and 300 ms.
+        assert!(j["device_quanta"].as_u64().unwrap() >= 50, "{j}");
         assert!(j["fallback"].is_null(), "{j}");
         for field in ["software_ns", "round_trip_ns", "device_ns", "host_overhead_ns", "critical_path_ns"] {
             assert!(j[field]["median"].as_f64().unwrap() > 0.0, "{verify}: {field}: {j}");
