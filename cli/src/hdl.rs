@@ -17,14 +17,16 @@ pub enum Top {
     Engine,
 }
 
-/// Writes the Verilog of the shape for `users` and `lanes` to `out` (module `top`), and
-/// its packed-port shell next to it (`<out stem>_shell.v`).
-pub fn verilog(users: usize, lanes: usize, top: Top, out: &Path) -> Result<(), CliError> {
+/// Writes the Verilog of the shape for `users` and `lanes` to `out` (top module
+/// `module`, `top` by default), and its packed-port shell next to it (`<out
+/// stem>_shell.v`). A bad module name writes nothing.
+pub fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -> Result<(), CliError> {
     let engine = catalog::engine(lanes, users)?;
     let (verilog, shell) = match top {
         Top::Device => engine.device_verilog(),
         Top::Engine => engine.verilog(),
     }?;
+    let (verilog, shell) = fairshare_hdl::verilog::rename_top(&verilog, &shell, module)?;
     let shell_path = out.with_file_name(format!(
         "{}_shell.v",
         out.file_stem().map_or("engine".into(), |s| s.to_string_lossy().into_owned())
@@ -37,7 +39,7 @@ pub fn verilog(users: usize, lanes: usize, top: Top, out: &Path) -> Result<(), C
         Top::Engine => ("engine", "engine_shell"),
     };
     eprintln!(
-        "hdl verilog: {what} with {lanes} lanes for up to {} users (module `top`) in {}, its shell (module `{shell_module}`) in {}",
+        "hdl verilog: {what} with {lanes} lanes for up to {} users (module `{module}`) in {}, its shell (module `{shell_module}`) in {}",
         engine.capacity(),
         out.display(),
         shell_path.display()

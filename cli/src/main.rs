@@ -349,8 +349,8 @@ enum BenchCommand {
 
 #[derive(Subcommand)]
 enum HdlCommand {
-    /// Write the Verilog (module `top`) of the device or the bare engine, and a shell
-    /// with packed ports next to it.
+    /// Write the Verilog (module `top`, or `--module NAME`) of the device or the bare
+    /// engine, and a shell with packed ports next to it.
     Verilog {
         /// Users the engine must hold (rounded up to 64, 256, 1024 or 4096).
         #[arg(long)]
@@ -361,6 +361,10 @@ enum HdlCommand {
         /// Top level: the device (AXI4-Lite + AXI-Stream) or the bare engine.
         #[arg(long, value_enum, default_value = "device")]
         top: hdl::Top,
+        /// Name of the exported top module (a Verilog identifier); the shell
+        /// instantiates it under this name.
+        #[arg(long, default_value = "top", value_name = "NAME")]
+        module: String,
         /// Output file.
         #[arg(long)]
         out: PathBuf,
@@ -567,8 +571,8 @@ fn main() -> ExitCode {
             hdl::regs();
             Ok(ExitCode::SUCCESS)
         }
-        Command::Hdl { command: HdlCommand::Verilog { users, lanes, top, out } } => {
-            hdl::verilog(users, lanes, top, &out).map(|_| ExitCode::SUCCESS)
+        Command::Hdl { command: HdlCommand::Verilog { users, lanes, top, module, out } } => {
+            hdl::verilog(users, lanes, top, &module, &out).map(|_| ExitCode::SUCCESS)
         }
         Command::Hdl { command: HdlCommand::Cycles { users, lanes, quanta, seed, json } } => {
             hdl::cycles(users, lanes, quanta, seed, json).map(|_| ExitCode::SUCCESS)

@@ -374,6 +374,40 @@ fn hdl_cycles_and_verilog() {
     }
 }
 
+/// `hdl verilog --module NAME` names the top module NAME and the shell instantiates
+/// it under that name; a name Verilog does not accept, or one the design already uses,
+/// is refused with the bad value in the message and nothing is written.
+#[test]
+fn hdl_verilog_module_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (top, shell, shell_module) in
+        [("engine", "e_shell.v", "engine_shell"), ("device", "d_shell.v", "fairshare_device")]
+    {
+        let v = dir.path().join(format!("{}.v", &shell[..1]));
+        let args = ["hdl", "verilog", "--users", "64", "--lanes", "2", "--top", top, "--module", "fs_core$2", "--out"];
+        let out = fairshare(&[&args[..], &[v.to_str().unwrap()]].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let verilog = fs::read_to_string(&v).unwrap();
+        assert!(verilog.contains("module fs_core$2("), "{top}");
+        assert!(!verilog.contains("module top("), "{top}");
+        let shell_text = fs::read_to_string(dir.path().join(shell)).unwrap();
+        assert!(shell_text.contains(&format!("module {shell_module}(")), "{shell_text}");
+        assert!(shell_text.contains("  fs_core$2 core("), "{shell_text}");
+        assert!(!shell_text.contains(" top core("), "{shell_text}");
+        assert!(text(&out.stderr).contains("(module `fs_core$2`)"), "{}", text(&out.stderr));
+    }
+    let bad_dir = dir.path().join("bad");
+    fs::create_dir(&bad_dir).unwrap();
+    let v = bad_dir.join("x.v");
+    for bad in ["9lives", "wire", "a-b", "", "top core", "engine_shell"] {
+        let args = ["hdl", "verilog", "--users", "64", "--lanes", "2", "--top", "engine", "--module", bad, "--out"];
+        let out = fairshare(&[&args[..], &[v.to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(text(&out.stderr).contains(&format!("--module {bad:?}")), "{bad:?}: {}", text(&out.stderr));
+        assert_eq!(fs::read_dir(&bad_dir).unwrap().count(), 0, "{bad:?} wrote a file");
+    }
+}
+
 /// A reader that goes away (`fairshare demo | head -1`) ends the command quietly with
 /// status 0: no panic, no "Broken pipe" error. The pipe is closed before the command
 /// writes its first byte, so every write it makes fails.

@@ -28,6 +28,9 @@ pub enum HdlError {
     /// RustHDL's checks refused the design, so no Verilog was generated.
     #[error("{0}")]
     Verilog(String),
+    /// A module name that Verilog, or the design, does not accept.
+    #[error("{0}")]
+    Name(String),
     /// A simulated quantum was refused by the engine or differs from the software.
     #[error("quantum {quantum}: {detail}")]
     Quantum {
