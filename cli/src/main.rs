@@ -208,7 +208,8 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
-    /// The hardware engine: Verilog export and cycles per quantum in simulation.
+    /// The hardware engine: Verilog export, cycles per quantum and waveforms in
+    /// simulation.
     Hdl {
         #[command(subcommand)]
         command: HdlCommand,
@@ -389,6 +390,25 @@ enum HdlCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Run Karma quanta through the simulated engine (each checked against the
+    /// software) and write a waveform (VCD) of its signals, named as in the Verilog.
+    Trace {
+        /// Users in the pool (1 to 4096).
+        #[arg(long)]
+        users: usize,
+        /// Parallel lanes: 1, 2, 4, 8, 16 or 32.
+        #[arg(long)]
+        lanes: usize,
+        /// Quanta to run.
+        #[arg(long, default_value_t = 2)]
+        quanta: usize,
+        /// Workload seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The VCD file to write (replaced whole, or left as it was on an error).
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -576,6 +596,9 @@ fn main() -> ExitCode {
         }
         Command::Hdl { command: HdlCommand::Cycles { users, lanes, quanta, seed, json } } => {
             hdl::cycles(users, lanes, quanta, seed, json).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Hdl { command: HdlCommand::Trace { users, lanes, quanta, seed, out } } => {
+            hdl::trace(users, lanes, quanta, seed, &out).map(|_| ExitCode::SUCCESS)
         }
         Command::Selftest { vectors, backend, timeout_ms } => {
             selftest::run(vectors.as_deref(), &backend, Duration::from_millis(timeout_ms))
