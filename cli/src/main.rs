@@ -205,7 +205,8 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
-    /// The hardware engine: Verilog export and cycles per quantum in simulation.
+    /// The hardware engine: Verilog export, cycles per quantum and waveforms in
+    /// simulation.
     Hdl {
         #[command(subcommand)]
         command: HdlCommand,
@@ -400,8 +401,8 @@ enum BenchCommand {
 
 #[derive(Subcommand)]
 enum HdlCommand {
-    /// Write the Verilog (module `top`) of the device or the bare engine, and a shell
-    /// with packed ports next to it.
+    /// Write the Verilog (module `top`, or `--module NAME`) of the device or the bare
+    /// engine, and a shell with packed ports next to it.
     Verilog {
         /// Users the engine must hold (rounded up to 64, 256, 1024 or 4096).
         #[arg(long)]
@@ -412,6 +413,10 @@ enum HdlCommand {
         /// Top level: the device (AXI4-Lite + AXI-Stream) or the bare engine.
         #[arg(long, value_enum, default_value = "device")]
         top: hdl::Top,
+        /// Name of the exported top module (a Verilog identifier); the shell
+        /// instantiates it under this name.
+        #[arg(long, default_value = "top", value_name = "NAME")]
+        module: String,
         /// Output file.
         #[arg(long)]
         out: PathBuf,
@@ -436,6 +441,25 @@ enum HdlCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Run Karma quanta through the simulated engine (each checked against the
+    /// software) and write a waveform (VCD) of its signals, named as in the Verilog.
+    Trace {
+        /// Users in the pool (1 to 4096).
+        #[arg(long)]
+        users: usize,
+        /// Parallel lanes: 1, 2, 4, 8, 16 or 32.
+        #[arg(long)]
+        lanes: usize,
+        /// Quanta to run.
+        #[arg(long, default_value_t = 2)]
+        quanta: usize,
+        /// Workload seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The VCD file to write (replaced whole, or left as it was on an error).
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -626,11 +650,14 @@ fn main() -> ExitCode {
             hdl::regs();
             Ok(ExitCode::SUCCESS)
         }
-        Command::Hdl { command: HdlCommand::Verilog { users, lanes, top, out } } => {
-            hdl::verilog(users, lanes, top, &out).map(|_| ExitCode::SUCCESS)
+        Command::Hdl { command: HdlCommand::Verilog { users, lanes, top, module, out } } => {
+            hdl::verilog(users, lanes, top, &module, &out).map(|_| ExitCode::SUCCESS)
         }
         Command::Hdl { command: HdlCommand::Cycles { users, lanes, quanta, seed, json } } => {
             hdl::cycles(users, lanes, quanta, seed, json).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Hdl { command: HdlCommand::Trace { users, lanes, quanta, seed, out } } => {
+            hdl::trace(users, lanes, quanta, seed, &out).map(|_| ExitCode::SUCCESS)
         }
         Command::Selftest { vectors, backend, timeout_ms } => {
             selftest::run(vectors.as_deref(), &backend, Duration::from_millis(timeout_ms))

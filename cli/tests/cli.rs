@@ -374,6 +374,135 @@ fn hdl_cycles_and_verilog() {
     }
 }
 
+/// `hdl verilog --module NAME` names the top module NAME and the shell instantiates
+/// it under that name; a name Verilog does not accept, or one the design already uses,
+/// is refused with the bad value in the message and nothing is written.
+#[test]
+fn hdl_verilog_module_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (top, shell, shell_module) in
+        [("engine", "e_shell.v", "engine_shell"), ("device", "d_shell.v", "fairshare_device")]
+    {
+        let v = dir.path().join(format!("{}.v", &shell[..1]));
+        let args = ["hdl", "verilog", "--users", "64", "--lanes", "2", "--top", top, "--module", "fs_core$2", "--out"];
+        let out = fairshare(&[&args[..], &[v.to_str().unwrap()]].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let verilog = fs::read_to_string(&v).unwrap();
+        assert!(verilog.contains("module fs_core$2("), "{top}");
+        assert!(!verilog.contains("module top("), "{top}");
+        let shell_text = fs::read_to_string(dir.path().join(shell)).unwrap();
+        assert!(shell_text.contains(&format!("module {shell_module}(")), "{shell_text}");
+        assert!(shell_text.contains("  fs_core$2 core("), "{shell_text}");
+        assert!(!shell_text.contains(" top core("), "{shell_text}");
+        assert!(text(&out.stderr).contains("(module `fs_core$2`)"), "{}", text(&out.stderr));
+    }
+    let bad_dir = dir.path().join("bad");
+    fs::create_dir(&bad_dir).unwrap();
+    let v = bad_dir.join("x.v");
+    for bad in ["9lives", "wire", "a-b", "", "top core", "engine_shell"] {
+        let args = ["hdl", "verilog", "--users", "64", "--lanes", "2", "--top", "engine", "--module", bad, "--out"];
+        let out = fairshare(&[&args[..], &[v.to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(text(&out.stderr).contains(&format!("--module {bad:?}")), "{bad:?}: {}", text(&out.stderr));
+        assert_eq!(fs::read_dir(&bad_dir).unwrap().count(), 0, "{bad:?} wrote a file");
+    }
+}
+
+/// The value changes of a VCD file: the top scope's signals by name, each with the
+/// values it takes in time order (`0`/`1` for one bit, `bNNN` for vectors), and the
+/// timestamps.
+fn vcd_changes(text: &str) -> (std::collections::HashMap<String, Vec<String>>, Vec<u64>) {
+    let (header, body) = text.split_once("$enddefinitions $end").expect("no $enddefinitions");
+    let mut ids = std::collections::HashMap::new();
+    let mut depth = 0;
+    for line in header.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.first() {
+            Some(&"$scope") => depth += 1,
+            Some(&"$upscope") => depth -= 1,
+            // $var wire WIDTH ID NAME $end
+            Some(&"$var") if depth == 1 => {
+                assert_eq!(words.len(), 6, "{line}");
+                ids.insert(words[3].to_string(), words[4].to_string());
+            }
+            _ => {}
+        }
+    }
+    let mut changes: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+    let mut times = Vec::new();
+    let mut words = body.split_whitespace();
+    while let Some(w) = words.next() {
+        let (value, id) = if let Some(t) = w.strip_prefix('#') {
+            times.push(t.parse().unwrap());
+            continue;
+        } else if w.starts_with('b') || w.starts_with('s') {
+            (w.to_string(), words.next().unwrap().to_string())
+        } else if w.starts_with('$') {
+            continue;
+        } else {
+            (w[..1].to_string(), w[1..].to_string())
+        };
+        if let Some(name) = ids.get(&id) {
+            changes.entry(name.clone()).or_default().push(value);
+        }
+    }
+    (changes, times)
+}
+
+/// `hdl trace` writes a VCD of the engine: the clock and both stream handshakes are
+/// signals of the top scope, named as in the Verilog, and they change.
+#[test]
+fn hdl_trace_writes_a_vcd() {
+    let dir = tempfile::tempdir().unwrap();
+    let vcd = dir.path().join("engine.vcd");
+    let args = ["hdl", "trace", "--users", "16", "--lanes", "2", "--quanta", "2", "--seed", "3", "--out"];
+    let out = fairshare(&[&args[..], &[vcd.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = fs::read_to_string(&vcd).unwrap();
+    assert!(body.starts_with("$timescale"), "{}", &body[..200.min(body.len())]);
+    assert!(body.contains("$scope module top $end"));
+    let (changes, times) = vcd_changes(&body);
+    for name in
+        ["clock", "in_valid", "in_ready", "out_valid", "out_ready", "start", "busy", "done", "in_data$0", "out_alloc$1"]
+    {
+        assert!(changes.contains_key(name), "no signal {name} in the top scope: {:?}", changes.keys());
+    }
+    // The clock toggles once per half cycle; each handshake is high at some point.
+    let clock = &changes["clock"];
+    assert!(clock.len() > 100 && clock.windows(2).all(|w| w[0] != w[1]), "{clock:?}");
+    for name in ["in_valid", "in_ready", "out_valid", "out_ready", "busy", "done"] {
+        assert!(changes[name].iter().any(|v| v == "1"), "{name} is never 1: {:?}", changes[name]);
+        assert!(changes[name].len() >= 2, "{name} never changes: {:?}", changes[name]);
+    }
+    assert!(times.len() > 100 && times.windows(2).all(|w| w[0] < w[1]), "timestamps do not increase");
+    // No temporary file is left beside it.
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// Bad input to `hdl trace` fails with status 2 and a message naming what is wrong,
+/// and writes nothing: a file already at `--out` keeps its content.
+#[test]
+fn hdl_trace_refuses_bad_input_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let vcd = dir.path().join("old.vcd");
+    fs::write(&vcd, "old").unwrap();
+    let missing = dir.path().join("no such folder").join("x.vcd");
+    let cases: [(&[&str], &Path, &str); 5] = [
+        (&["--users", "0", "--lanes", "2"], &vcd, "0 users"),
+        (&["--users", "16", "--lanes", "3"], &vcd, "3 lanes"),
+        (&["--users", "5000", "--lanes", "2"], &vcd, "5000 users"),
+        (&["--users", "16", "--lanes", "2", "--quanta", "0"], &vcd, "--quanta"),
+        (&["--users", "16", "--lanes", "2"], &missing, "no such folder"),
+    ];
+    for (flags, out_path, message) in cases {
+        let out = fairshare(&[&["hdl", "trace"][..], flags, &["--out", out_path.to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        assert!(text(&out.stderr).contains(message), "{flags:?}: {}", text(&out.stderr));
+        assert_eq!(fs::read_to_string(&vcd).unwrap(), "old", "{flags:?}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "{flags:?} left a file");
+    }
+}
+
 /// A reader that goes away (`fairshare demo | head -1`) ends the command quietly with
 /// status 0: no panic, no "Broken pipe" error. The pipe is closed before the command
 /// writes its first byte, so every write it makes fails.

@@ -31,6 +31,12 @@ pub enum HdlError {
     /// RustHDL's checks refused the design, so no Verilog was generated.
     #[error("{0}")]
     Verilog(String),
+    /// A module name that Verilog, or the design, does not accept.
+    #[error("{0}")]
+    Name(String),
+    /// Writing a waveform failed.
+    #[error("{0}")]
+    Io(String),
     /// A simulated quantum was refused by the engine or differs from the software.
     #[error("quantum {quantum}: {detail}")]
     Quantum {
@@ -57,6 +63,12 @@ pub trait SimulatedEngine: Accelerator {
     /// The Verilog of this shape's AXI top level (engine, AXI4-Lite registers,
     /// AXI-Stream ports; module `top`) and its shell (`fairshare_device`).
     fn device_verilog(&self) -> Result<(String, String), HdlError>;
+    /// Starts recording a waveform (VCD) of every signal, named as in the Verilog
+    /// (see [`EngineSim::start_trace`]); the software model has no signals to record.
+    fn start_trace(&mut self) -> Result<(), HdlError>;
+    /// The waveform text recorded since the last call; all calls together make one
+    /// VCD file.
+    fn take_trace(&mut self) -> Vec<u8>;
 }
 
 fn too_many(n: usize, capacity: usize) -> DeviceError {
@@ -120,6 +132,13 @@ impl<const P: usize, const A: usize> SimulatedEngine for EngineSim<P, A> {
     fn device_verilog(&self) -> Result<(String, String), HdlError> {
         Ok((device_verilog::<P, A>()?, device_shell::<P>()))
     }
+    fn start_trace(&mut self) -> Result<(), HdlError> {
+        EngineSim::start_trace(self);
+        Ok(())
+    }
+    fn take_trace(&mut self) -> Vec<u8> {
+        EngineSim::take_trace(self)
+    }
 }
 
 /// The capacity of the smallest shape of `lanes` lanes that holds `users` users, or an
@@ -148,12 +167,56 @@ pub fn karma_cycles(
     demands: &[Vec<u64>],
 ) -> Result<Vec<u32>, HdlError> {
     let users = demands.first().map_or(0, Vec::len);
+    karma_run(engine(lanes, users)?.as_mut(), f, g, initial_credits, demands, &mut |_| Ok(()))
+}
+
+/// As [`karma_cycles`], and writes a waveform (VCD) of the engine's signals to `out`
+/// from the first quantum's `start` to the end of the last quantum (the credits are
+/// loaded before the waveform begins). The text goes out after each quantum, so memory
+/// stays at one quantum's worth. On an error, what was written is incomplete: write to
+/// a temporary file.
+pub fn karma_trace(
+    lanes: usize,
+    f: u32,
+    g: u32,
+    initial_credits: u32,
+    demands: &[Vec<u64>],
+    out: &mut dyn std::io::Write,
+) -> Result<Vec<u32>, HdlError> {
+    let users = demands.first().map_or(0, Vec::len);
     let mut engine = engine(lanes, users)?;
+    let mut write = |engine: &mut dyn SimulatedEngine| {
+        out.write_all(&engine.take_trace()).map_err(|e| HdlError::Io(format!("writing the waveform: {e}")))
+    };
+    let mut first = true;
+    let cycles = karma_run(engine.as_mut(), f, g, initial_credits, demands, &mut |engine| {
+        if std::mem::take(&mut first) {
+            engine.start_trace()
+        } else {
+            write(engine)
+        }
+    })?;
+    write(engine.as_mut())?;
+    out.flush().map_err(|e| HdlError::Io(format!("writing the waveform: {e}")))?;
+    Ok(cycles)
+}
+
+/// The loop of [`karma_cycles`] on `engine`; `before` runs before each quantum.
+fn karma_run(
+    engine: &mut dyn SimulatedEngine,
+    f: u32,
+    g: u32,
+    initial_credits: u32,
+    demands: &[Vec<u64>],
+    before: &mut dyn FnMut(&mut dyn SimulatedEngine) -> Result<(), HdlError>,
+) -> Result<Vec<u32>, HdlError> {
+    let users = demands.first().map_or(0, Vec::len);
     let fail = |quantum: usize, detail: String| HdlError::Quantum { quantum, detail };
     let mut credits = vec![initial_credits; users];
     engine.write_credits(&credits).map_err(|e| fail(0, e.to_string()))?;
     let mut cycles = Vec::with_capacity(demands.len());
     for (q, d) in demands.iter().enumerate() {
+        before(engine)?;
         let demand: Vec<u32> = d.iter().map(|&x| x.min(abi::WORD_MAX) as u32).collect();
         let got = engine.quantum(Mode::Karma, f, g, &demand).map_err(|e| fail(q, e.to_string()))?;
         let want = crate::oracle::expected(Mode::Karma, f, g, &credits, &demand).map_err(|e| fail(q, e))?;
@@ -380,5 +443,11 @@ impl SimulatedEngine for SoftwareEngine {
     }
     fn device_verilog(&self) -> Result<(String, String), HdlError> {
         Err(HdlError::Verilog("the software model has no Verilog".into()))
+    }
+    fn start_trace(&mut self) -> Result<(), HdlError> {
+        Err(HdlError::Shape("the software model has no signals to trace".into()))
+    }
+    fn take_trace(&mut self) -> Vec<u8> {
+        Vec::new()
     }
 }

@@ -6,7 +6,9 @@
 
 use crate::engine::Engine;
 use fairshare_abi::QuantumOutput;
+use rust_hdl::core::vcd_probe::{write_vcd_change, write_vcd_dump, write_vcd_header, VCDProbe};
 use rust_hdl::prelude::*;
+use std::sync::{Arc, Mutex};
 
 /// The engine refused the quantum with this status code (see
 /// [`crate::engine::error_code`]); its credits are unchanged.
@@ -31,9 +33,45 @@ impl Stalls {
     }
 }
 
+/// The nominal clock period of a waveform, in picoseconds (the VCD's time unit):
+/// 10 ns, so that cycle `k`'s rising edge is at `k x 10 ns`. Only the cycle count is
+/// simulated; the period is a label.
+pub const TRACE_PERIOD_PS: u64 = 10_000;
+
+/// Where RustHDL's VCD writer puts its text: a buffer that [`EngineSim::take_trace`]
+/// empties, so that the writer never meets an I/O error (it would panic on one) and
+/// the caller writes the text wherever it wants, with errors it can report.
+#[derive(Clone, Default)]
+struct TraceBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for TraceBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A waveform being recorded: every signal of the engine, one sample after each
+/// clock edge and after each change of the inputs.
+struct Trace {
+    /// Taken out and put back around each RustHDL call (they consume it).
+    probe: Option<VCDProbe<TraceBuffer>>,
+    buffer: TraceBuffer,
+    /// Rising edges so far.
+    edges: u64,
+    /// The time of the next input sample (after the last falling edge).
+    input_time: u64,
+    /// The header's top scope is still RustHDL's `uut`.
+    header_pending: bool,
+}
+
 /// Drives an [`Engine`] with `P` lanes and `2^A` rows.
 pub struct EngineSim<const P: usize, const A: usize> {
     uut: Box<Engine<P, A>>,
+    trace: Option<Trace>,
     /// 0: the streams never stall. Otherwise the seed of a xorshift64 sequence that,
     /// every cycle, drops `in_valid` and `out_ready` each with probability 1/4 (the C++
     /// Verilator testbench draws the same sequence). While `out_ready` is low the result
@@ -52,21 +90,83 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
     pub fn new() -> Self {
         let mut uut = Box::new(Engine::<P, A>::new());
         uut.connect_all();
-        let mut sim = EngineSim { uut, stall_seed: 0 };
+        let mut sim = EngineSim { uut, trace: None, stall_seed: 0 };
         sim.settle();
         sim
+    }
+
+    /// Starts recording a waveform (VCD) of every signal of the engine, named as in
+    /// its Verilog (`in_valid`, `in_data$0`, ...; the top scope is `top`), from the
+    /// current state on: one sample at each clock edge ([`TRACE_PERIOD_PS`] apart)
+    /// and one after each change of the inputs between edges. The text accumulates
+    /// until [`EngineSim::take_trace`] takes it.
+    pub fn start_trace(&mut self) {
+        let buffer = TraceBuffer::default();
+        let probe = write_vcd_header(buffer.clone(), &*self.uut);
+        let probe = write_vcd_dump(probe, &*self.uut);
+        self.trace = Some(Trace { probe: Some(probe), buffer, edges: 0, input_time: 0, header_pending: true });
+    }
+
+    /// The waveform text recorded since the last call (empty when not recording). The
+    /// concatenation of all calls is one VCD file.
+    pub fn take_trace(&mut self) -> Vec<u8> {
+        let Some(trace) = &mut self.trace else { return Vec::new() };
+        let text = std::mem::take(&mut *trace.buffer.0.lock().unwrap_or_else(|p| p.into_inner()));
+        if !std::mem::take(&mut trace.header_pending) {
+            return text;
+        }
+        // The header (ASCII, up to `$enddefinitions`): RustHDL names the top scope `uut`,
+        // the Verilog names the module `top`. RustHDL declares the FSM states (written as
+        // strings) as wires of width 0; they become `string` variables, which GTKWave
+        // shows as text.
+        let end = b"$enddefinitions";
+        let split = text.windows(end.len()).position(|w| w == end).unwrap_or(text.len());
+        let header = String::from_utf8_lossy(&text[..split])
+            .replacen("$scope module uut $end", "$scope module top $end", 1)
+            .replace("$var wire 0 ", "$var string 1 ");
+        [header.as_bytes(), &text[split..]].concat()
+    }
+
+    /// Samples every signal into the waveform at `time` (ps), if recording.
+    fn sample(&mut self, time: u64) {
+        if let Some(trace) = &mut self.trace {
+            if let Some(mut probe) = trace.probe.take() {
+                // Writes to a TraceBuffer cannot fail.
+                let _ = probe.timestamp(time);
+                trace.probe = Some(write_vcd_change(probe, &*self.uut));
+            }
+        }
     }
 
     fn settle(&mut self) {
         assert!(simulate(&mut *self.uut, 10_000), "engine logic did not settle");
     }
 
+    /// Settles a change of the inputs made between clock edges, and samples it.
+    fn settle_inputs(&mut self) {
+        self.settle();
+        if let Some(trace) = &mut self.trace {
+            let time = trace.input_time;
+            trace.input_time += 1;
+            self.sample(time);
+        }
+    }
+
     /// One clock cycle: inputs set by the caller are sampled at the rising edge.
     fn tick(&mut self) {
+        let edge = self.trace.as_mut().map_or(0, |t| {
+            t.edges += 1;
+            t.edges * TRACE_PERIOD_PS
+        });
         self.uut.clock.next = true.into();
         self.settle();
+        self.sample(edge);
         self.uut.clock.next = false.into();
         self.settle();
+        self.sample(edge + TRACE_PERIOD_PS / 2);
+        if let Some(t) = &mut self.trace {
+            t.input_time = edge + 3 * TRACE_PERIOD_PS / 4;
+        }
     }
 
     /// Rows needed for `n` users.
@@ -90,7 +190,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         self.uut.credit_write.next = true;
         self.tick();
         self.uut.credit_write.next = false;
-        self.settle();
+        self.settle_inputs();
     }
 
     /// Reads the balances of row `row` through the credit port.
@@ -127,7 +227,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         u.out_ready.next = false;
         self.tick();
         self.uut.start.next = false;
-        self.settle();
+        self.settle_inputs();
         let mut row = 0;
         let mut alloc = Vec::with_capacity(n);
         let mut credits = Vec::with_capacity(n);
@@ -147,7 +247,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
                 self.uut.in_data[lane].next = (d as u64).into();
             }
             self.uut.out_ready.next = out_active;
-            self.settle();
+            self.settle_inputs();
             let accepted_demand = offer && self.uut.in_ready.val();
             if self.uut.out_valid.val() {
                 let beat: (Vec<u64>, Vec<u64>) = (
@@ -175,7 +275,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         }
         self.uut.in_valid.next = false;
         self.uut.out_ready.next = false;
-        self.settle();
+        self.settle_inputs();
         assert!(self.uut.done.val(), "engine did not finish");
         let code = self.uut.error.val().to_u64() as u32;
         if code != 0 {

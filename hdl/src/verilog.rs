@@ -1,4 +1,5 @@
-//! Verilog export of the engine (the top module is `top`).
+//! Verilog export of the engine (the top module is `top`, or a name of the caller's
+//! choice with [`rename_top`]).
 
 use crate::catalog::HdlError;
 use crate::engine::Engine;
@@ -125,4 +126,174 @@ pub fn device_shell<const P: usize>() -> String {
         64 * P - 1,
         ports.join(",\n    ")
     )
+}
+
+/// The reserved words of Verilog-2005 (IEEE 1364-2005, annex B), which cannot name a
+/// module.
+const KEYWORDS: [&str; 124] = [
+    "always",
+    "and",
+    "assign",
+    "automatic",
+    "begin",
+    "buf",
+    "bufif0",
+    "bufif1",
+    "case",
+    "casex",
+    "casez",
+    "cell",
+    "cmos",
+    "config",
+    "deassign",
+    "default",
+    "defparam",
+    "design",
+    "disable",
+    "edge",
+    "else",
+    "end",
+    "endcase",
+    "endconfig",
+    "endfunction",
+    "endgenerate",
+    "endmodule",
+    "endprimitive",
+    "endspecify",
+    "endtable",
+    "endtask",
+    "event",
+    "for",
+    "force",
+    "forever",
+    "fork",
+    "function",
+    "generate",
+    "genvar",
+    "highz0",
+    "highz1",
+    "if",
+    "ifnone",
+    "incdir",
+    "include",
+    "initial",
+    "inout",
+    "input",
+    "instance",
+    "integer",
+    "join",
+    "large",
+    "liblist",
+    "library",
+    "localparam",
+    "macromodule",
+    "medium",
+    "module",
+    "nand",
+    "negedge",
+    "nmos",
+    "nor",
+    "noshowcancelled",
+    "not",
+    "notif0",
+    "notif1",
+    "or",
+    "output",
+    "parameter",
+    "pmos",
+    "posedge",
+    "primitive",
+    "pull0",
+    "pull1",
+    "pulldown",
+    "pullup",
+    "pulsestyle_onevent",
+    "pulsestyle_ondetect",
+    "rcmos",
+    "real",
+    "realtime",
+    "reg",
+    "release",
+    "repeat",
+    "rnmos",
+    "rpmos",
+    "rtran",
+    "rtranif0",
+    "rtranif1",
+    "scalared",
+    "showcancelled",
+    "signed",
+    "small",
+    "specify",
+    "specparam",
+    "strong0",
+    "strong1",
+    "supply0",
+    "supply1",
+    "table",
+    "task",
+    "time",
+    "tran",
+    "tranif0",
+    "tranif1",
+    "tri",
+    "tri0",
+    "tri1",
+    "triand",
+    "trior",
+    "trireg",
+    "unsigned",
+    "use",
+    "uwire",
+    "vectored",
+    "wait",
+    "wand",
+    "weak0",
+    "weak1",
+    "while",
+    "wire",
+    "wor",
+    "xnor",
+    "xor",
+];
+
+/// Whether `name` is a Verilog simple identifier (a letter or `_`, then letters,
+/// digits, `_` or `$`) that is not a reserved word.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') && !KEYWORDS.contains(&name)
+}
+
+/// The names of the modules that `verilog` declares, in order.
+fn module_names(verilog: &str) -> Vec<&str> {
+    verilog
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("module "))
+        .filter_map(|rest| rest.split(|c: char| c == '(' || c == ';' || c.is_whitespace()).next())
+        .collect()
+}
+
+/// Renames the top module of an exported design: `verilog` declares `module top(`
+/// (RustHDL's name) and `shell` instantiates it as `top core(`; both become `name`.
+/// Refused, with the bad value in the message, unless `name` is a Verilog identifier
+/// that no other module of the two files already uses.
+pub fn rename_top(verilog: &str, shell: &str, name: &str) -> Result<(String, String), HdlError> {
+    if !is_identifier(name) {
+        return Err(HdlError::Name(format!(
+            "--module {name:?}: not a Verilog module name (a letter or _, then letters, digits, _ or $; not a reserved word)"
+        )));
+    }
+    if name != "top" {
+        if let Some(taken) = module_names(verilog).into_iter().chain(module_names(shell)).find(|m| *m == name) {
+            return Err(HdlError::Name(format!("--module {taken:?}: the design already has a module of that name")));
+        }
+    }
+    let (decl, inst) = ("module top(", "  top core(");
+    if verilog.matches(decl).count() != 1 || shell.matches(inst).count() != 1 {
+        return Err(HdlError::Verilog(
+            "the exported Verilog does not declare and instantiate `top` exactly once".into(),
+        ));
+    }
+    Ok((verilog.replacen(decl, &format!("module {name}("), 1), shell.replacen(inst, &format!("  {name} core("), 1)))
 }
