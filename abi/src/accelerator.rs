@@ -123,12 +123,10 @@ pub trait Accelerator: Send {
     /// Checkpoints the balances of users `0 .. n`.
     fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError>;
     /// One quantum of `mode` with fair share `fair` and guaranteed share `guaranteed`
-    /// for every user: allocations and credits after. A quantum that [`crate::admit`]
-    /// refuses is answered with [`DeviceError::Refused`] and changes nothing.
-    fn quantum(&mut self, mode: Mode, fair: u32, guaranteed: u32, demand: &[u32])
-        -> Result<QuantumOutput, DeviceError>;
-    /// [`Accelerator::quantum`] into `out`, reusing its buffers: a device on the fast
-    /// path allocates nothing per quantum. On error `out` holds no result.
+    /// for every user: allocations and credits after, into `out`, reusing its buffers (a
+    /// device on the fast path allocates nothing per quantum). A quantum that
+    /// [`crate::admit`] refuses is answered with [`DeviceError::Refused`] and changes
+    /// nothing; on error `out` holds no result.
     fn quantum_into(
         &mut self,
         mode: Mode,
@@ -136,9 +134,18 @@ pub trait Accelerator: Send {
         guaranteed: u32,
         demand: &[u32],
         out: &mut QuantumOutput,
-    ) -> Result<(), DeviceError> {
-        *out = self.quantum(mode, fair, guaranteed, demand)?;
-        Ok(())
+    ) -> Result<(), DeviceError>;
+    /// [`Accelerator::quantum_into`] into a new output.
+    fn quantum(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+    ) -> Result<QuantumOutput, DeviceError> {
+        let mut out = QuantumOutput::default();
+        self.quantum_into(mode, fair, guaranteed, demand, &mut out)?;
+        Ok(out)
     }
     /// A hint from the caller, for the waits that follow: `true` while another of its
     /// threads needs the CPU (the offload's verifier with quanta queued), so a device
@@ -159,15 +166,6 @@ impl<A: Accelerator + ?Sized> Accelerator for Box<A> {
     }
     fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
         (**self).read_credits(n)
-    }
-    fn quantum(
-        &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
-        demand: &[u32],
-    ) -> Result<QuantumOutput, DeviceError> {
-        (**self).quantum(mode, fair, guaranteed, demand)
     }
     fn quantum_into(
         &mut self,

@@ -344,7 +344,7 @@ impl DeviceHandle {
         mut done: impl FnMut(&Self) -> Result<bool, DeviceError>,
     ) -> Result<(), DeviceError> {
         let start = Instant::now();
-        let spinner = Spinner::new(self.spin);
+        let mut spinner = Spinner::new(self.spin);
         let mut checked = start;
         while !done(self)? {
             if spinner.spin() {
@@ -432,17 +432,6 @@ impl Accelerator for DeviceHandle {
     }
     fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
         self.checkpoint(n)
-    }
-    fn quantum(
-        &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
-        demand: &[u32],
-    ) -> Result<QuantumOutput, DeviceError> {
-        let mut out = QuantumOutput::default();
-        self.run_quantum(mode, fair, guaranteed, demand, &mut out)?;
-        Ok(out)
     }
     fn quantum_into(
         &mut self,

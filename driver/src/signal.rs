@@ -81,7 +81,7 @@ pub struct Spinner {
     backoff: crossbeam::utils::Backoff,
     start: Instant,
     budget: Duration,
-    yielded: std::cell::Cell<Duration>,
+    yielded: Duration,
 }
 
 /// How often a [`Spinner`] yields.
@@ -90,22 +90,17 @@ pub const YIELD_EVERY: Duration = Duration::from_micros(20);
 impl Spinner {
     /// A wait that begins now.
     pub fn new(budget: Duration) -> Self {
-        Spinner {
-            backoff: crossbeam::utils::Backoff::new(),
-            start: Instant::now(),
-            budget,
-            yielded: Default::default(),
-        }
+        Spinner { backoff: crossbeam::utils::Backoff::new(), start: Instant::now(), budget, yielded: Duration::ZERO }
     }
 
     /// Pauses briefly; false once the spinning budget is spent (block instead).
-    pub fn spin(&self) -> bool {
+    pub fn spin(&mut self) -> bool {
         let spun = self.start.elapsed();
         if spun >= self.budget {
             return false;
         }
-        if spun >= self.yielded.get() + YIELD_EVERY {
-            self.yielded.set(spun);
+        if spun >= self.yielded + YIELD_EVERY {
+            self.yielded = spun;
             std::thread::yield_now();
         } else {
             self.backoff.spin();
@@ -117,7 +112,7 @@ impl Spinner {
     pub fn reset(&mut self) {
         self.backoff.reset();
         self.start = Instant::now();
-        self.yielded.set(Duration::ZERO);
+        self.yielded = Duration::ZERO;
     }
 }
 

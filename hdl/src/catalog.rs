@@ -97,19 +97,20 @@ impl<const P: usize, const A: usize> Accelerator for EngineSim<P, A> {
         }
         Ok(EngineSim::read_credits(self, n))
     }
-    fn quantum(
+    fn quantum_into(
         &mut self,
         mode: Mode,
         fair: u32,
         guaranteed: u32,
         demand: &[u32],
-    ) -> Result<QuantumOutput, DeviceError> {
+        out: &mut QuantumOutput,
+    ) -> Result<(), DeviceError> {
         let start = std::time::Instant::now();
-        let mut out = EngineSim::quantum(self, mode.word() as u8, fair, guaranteed, demand)
+        *out = EngineSim::quantum(self, mode.word() as u8, fair, guaranteed, demand)
             .map_err(|e| DeviceError::Refused { code: e.0 })?;
         // In process, the simulation is the device: its time is the device's.
         out.device_ns = start.elapsed().as_nanos() as u64;
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -399,15 +400,6 @@ impl Accelerator for SoftwareEngine {
     }
     fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
         Ok(self.credits.get(..n).ok_or(too_many(n, self.credits.len()))?.to_vec())
-    }
-    fn quantum(
-        &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
-        demand: &[u32],
-    ) -> Result<QuantumOutput, DeviceError> {
-        self.quantum_word(mode.word(), fair, guaranteed, demand)
     }
     fn quantum_into(
         &mut self,

@@ -545,11 +545,6 @@ impl Offload {
         &self.label
     }
 
-    /// How results are verified.
-    pub fn verify(&self) -> Verify {
-        self.verify
-    }
-
     /// Why the pool left the device, if it did (final after [`Offload::settle`]).
     pub fn fallback(&self) -> Option<&Fallback> {
         self.fallback.as_ref()
@@ -654,13 +649,14 @@ mod tests {
         fn read_credits(&mut self, n: usize) -> std::result::Result<Vec<u32>, DeviceError> {
             Ok(self.pool.credits()[..n].iter().map(|c| c.floor_int() as u32).collect())
         }
-        fn quantum(
+        fn quantum_into(
             &mut self,
             _mode: Mode,
             _f: u32,
             guaranteed: u32,
             demand: &[u32],
-        ) -> std::result::Result<QuantumOutput, DeviceError> {
+            out: &mut QuantumOutput,
+        ) -> std::result::Result<(), DeviceError> {
             self.quanta += 1;
             let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
             let mut alloc: Vec<u32> = self
@@ -697,7 +693,8 @@ mod tests {
                 }
                 _ => {}
             }
-            Ok(QuantumOutput { alloc, credits, cycles: 0, device_ns: 0 })
+            *out = QuantumOutput { alloc, credits, cycles: 0, device_ns: 0 };
+            Ok(())
         }
     }
 
