@@ -3,8 +3,7 @@
 //! engine's tests, `fairshare hdl cycles` and the `rtl-sim` checks all compare against
 //! this one function.
 
-use fairshare::policy::{karma, maxmin, strict};
-use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
+use fairshare::{Alpha, Credits, Implementation, KarmaParams, PoolConfig};
 use fairshare_abi::Mode;
 
 /// The pool the engine computes for: `users` users of fair share `fair` and guaranteed
@@ -36,14 +35,8 @@ pub fn expected(
     let params = params(demand.len(), fair, guaranteed).map_err(|e| e.to_string())?;
     let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
     let c: Vec<Credits> = credits.iter().map(|&x| Credits::from_int(x as i64).unwrap_or(Credits::MAX)).collect();
-    let (alloc, after) = match mode {
-        Mode::Karma => {
-            let out = karma::batched(&params, &d, &c).map_err(|e| e.to_string())?;
-            (out.alloc, out.credits)
-        }
-        Mode::MaxMin => (maxmin::batched(&params.fair_share, params.capacity, &d), c),
-        Mode::Strict => (strict::allocate(&params.fair_share, &d), c),
-    };
+    let fairshare::policy::Outcome { alloc, credits: after } =
+        fairshare::policy::run(policy(mode), Implementation::Batched, &params, &d, &c).map_err(|e| e.to_string())?;
     let word = |x: i64| u32::try_from(x).map_err(|_| format!("software value {x} does not fit 32 bits"));
     Ok((
         alloc.iter().map(|&a| word(a as i64)).collect::<Result<_, _>>()?,
