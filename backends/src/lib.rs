@@ -106,13 +106,6 @@ impl DeviceOptions {
     }
 }
 
-impl Default for DeviceOptions {
-    /// `async` verification, a 2 s timeout.
-    fn default() -> Self {
-        DeviceOptions::new(Verify::DEVICE_DEFAULT, 2_000)
-    }
-}
-
 impl Backend {
     /// The device behind this backend for a pool of `users` users; `None` for the
     /// software backends.

@@ -317,7 +317,7 @@ struct VerifyArgs {
     /// result is used), async (the invariants are checked at once, the exact
     /// recomputation runs on a verifier thread), sample:K (one quantum in K is
     /// recomputed) or invariants (no recomputation). See docs/device.md.
-    #[arg(long, default_value = "async", value_parser = parse_verify)]
+    #[arg(long, default_value_t = Verify::DEVICE_DEFAULT, value_parser = parse_verify)]
     verify: Verify,
     /// Same as --verify invariants.
     #[arg(long, conflicts_with = "verify")]
@@ -338,6 +338,17 @@ fn parse_verify(s: &str) -> Result<Verify, String> {
     s.parse().map_err(|e: fairshare::offload::BadVerify| e.0)
 }
 
+/// The demands a bench runs.
+#[derive(clap::Args)]
+struct BenchDemands {
+    /// Workload: bursty (fair share 10) or steady-on-off (fair share 100).
+    #[arg(long, default_value = "bursty", value_parser = parse_bench_workload)]
+    workload: fairshare_bench::software::BenchWorkload,
+    /// Workload seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
 #[derive(Subcommand)]
 enum BenchCommand {
     /// Time quanta of a software policy in an equal-share pool (alpha 1/2, after 20
@@ -356,18 +367,14 @@ enum BenchCommand {
         /// batched form before it) or literal (the slice-by-slice oracle).
         #[arg(long, default_value = "batched", value_parser = parse_implementation)]
         implementation: fairshare::Implementation,
-        /// Workload: bursty (fair share 10) or steady-on-off (fair share 100).
-        #[arg(long, default_value = "bursty", value_parser = parse_bench_workload)]
-        workload: fairshare_bench::software::BenchWorkload,
-        /// Workload seed.
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
+        #[command(flatten)]
+        demands: BenchDemands,
         /// Print JSON (fields median_ns, p99_ns, ns_per_user...).
         #[arg(long)]
         json: bool,
     },
-    /// Time Karma quanta offloaded to a device next to the software on the same demands,
-    /// after 20 warm-up quanta: median and p99 per quantum of the software alone, the
+    /// Time Karma quanta offloaded to a device, then the software alone on the same
+    /// demands, after a warm-up (20 quanta, at least 300 ms): median and p99 per quantum of the software alone, the
     /// round trip, the device's own time, the host's overhead, the caller's critical
     /// path and the verifier's time (docs/performance.md).
     Offload {
@@ -383,14 +390,10 @@ enum BenchCommand {
         #[arg(long, default_value = "emulator", value_parser = parse_offload_device)]
         backend: fairshare_bench::offload::Device,
         /// sync, async, sample:K or invariants (see `--verify` of replay).
-        #[arg(long, default_value = "async", value_parser = parse_verify)]
+        #[arg(long, default_value_t = Verify::DEVICE_DEFAULT, value_parser = parse_verify)]
         verify: Verify,
-        /// Workload: bursty (fair share 10) or steady-on-off (fair share 100).
-        #[arg(long, default_value = "bursty", value_parser = parse_bench_workload)]
-        workload: fairshare_bench::software::BenchWorkload,
-        /// Workload seed.
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
+        #[command(flatten)]
+        demands: BenchDemands,
         /// Print JSON (fields software_ns, round_trip_ns, device_ns, host_overhead_ns,
         /// critical_path_ns, verifier_ns, each with median and p99; mismatches,
         /// fallback, cores).
@@ -637,12 +640,23 @@ fn main() -> ExitCode {
             multi::run(policy, &instance, json, steps).map(|_| ExitCode::SUCCESS)
         }
         Command::Bench {
-            command: BenchCommand::Software { users, quanta, policy, implementation, workload, seed, json },
+            command:
+                BenchCommand::Software {
+                    users,
+                    quanta,
+                    policy,
+                    implementation,
+                    demands: BenchDemands { workload, seed },
+                    json,
+                },
         } => {
             let run = fairshare_bench::software::SoftwareRun { users, quanta, policy, implementation, workload, seed };
             bench::software(run, json).map(|_| ExitCode::SUCCESS)
         }
-        Command::Bench { command: BenchCommand::Offload { users, quanta, backend, verify, workload, seed, json } } => {
+        Command::Bench {
+            command:
+                BenchCommand::Offload { users, quanta, backend, verify, demands: BenchDemands { workload, seed }, json },
+        } => {
             let run = fairshare_bench::offload::OffloadRun { users, quanta, backend, verify, workload, seed };
             bench::offload(&run, json).map(|_| ExitCode::SUCCESS)
         }

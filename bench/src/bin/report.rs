@@ -162,6 +162,9 @@ fn engines() -> Result<Vec<Engine>, String> {
     Ok(out)
 }
 
+/// The device of the offload measurements' main rows.
+const EMULATOR: offload::Device = offload::Device::Emulator(fairshare_emulator::Model::Software);
+
 /// Users in the offload measurements.
 const OFFLOAD_N: [usize; 6] = [64, 256, 1_024, 4_096, 16_384, 65_536];
 /// Users of the rtl-sim offload rows (the RTL simulates cycle by cycle).
@@ -194,15 +197,14 @@ fn offloads() -> Result<Vec<OffloadReport>, String> {
 /// The emulator's round trip per N with async verification (for the summary table).
 fn round_trips(off: &[OffloadReport]) -> Vec<(usize, f64)> {
     off.iter()
-        .filter(|r| r.run.verify == Verify::Async && r.run.backend.to_string() == "emulator")
+        .filter(|r| r.run.verify == Verify::Async && r.run.backend == EMULATOR)
         .map(|r| (r.run.users, r.round_trip_ns.median))
         .collect()
 }
 
 fn plot_offload(dir: &Path, off: &[OffloadReport]) -> Result<(), String> {
     let us = |ns: f64| ns / 1e3;
-    let pick =
-        |verify: Verify| off.iter().filter(move |r| r.run.verify == verify && r.run.backend.to_string() == "emulator");
+    let pick = |verify: Verify| off.iter().filter(move |r| r.run.verify == verify && r.run.backend == EMULATOR);
     let line = |name: &str, rgb, value: &dyn Fn(&OffloadReport) -> f64, verify: Verify| Series {
         name: name.into(),
         points: pick(verify).map(|r| (r.run.users as f64, us(value(r)))).collect(),
