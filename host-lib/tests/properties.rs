@@ -326,17 +326,18 @@ proptest! {
     /// The device path's fast invariant check (`check_words`) gives the same verdict as
     /// the named one (`check`), on correct results and on results with one word nudged
     /// (an allocation or a balance one up or down, or anywhere in the word range), with
-    /// balances small and near 2^29 and 2^30.
+    /// balances small and near 2^29 and 2^30; pools of up to 10 users and of several
+    /// of the fast check's blocks of 32 with a rest.
     #[test]
     fn invariant_check_in_words_agrees_with_the_named_check(
-        n in 1..=10usize,
+        n in prop_oneof![1..=10usize, 30..=100usize],
         f in 1..=20u64,
         g_num in 0..=4u64,
-        credits in vec(0..=60u32, 10),
+        credits in vec(0..=60u32, 100),
         base in prop_oneof![Just(0u32), Just((1 << 29) - 40), Just(1 << 30)],
-        raw in vec(0..=50u32, 10),
+        raw in vec(0..=50u32, 100),
         policy in prop_oneof![Just(fairshare::Policy::Karma), Just(fairshare::Policy::MaxMin), Just(fairshare::Policy::Strict)],
-        nudge in prop_oneof![Just(None), (0..4usize, 0..10usize, prop_oneof![Just(1i64), Just(-1), any::<u32>().prop_map(|v| v as i64)]).prop_map(Some)],
+        nudge in prop_oneof![Just(None), (0..4usize, 0..100usize, prop_oneof![Just(1i64), Just(-1), any::<u32>().prop_map(|v| v as i64)]).prop_map(Some)],
     ) {
         use fairshare::policy::invariants::{check, check_words, Words};
         let cfg = PoolConfig::equal(n, f, Alpha::new(g_num, 4).unwrap(), 0).unwrap();

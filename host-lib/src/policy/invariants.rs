@@ -144,60 +144,130 @@ fn words_hold(policy: Policy, params: &KarmaParams, w: &Words<'_>) -> bool {
     let free = params.free.floor_int() as u64;
     let n = w.demand.len();
     let (demand, alloc, before, after) = (&w.demand[..n], &w.alloc[..n], &w.before[..n], &w.after[..n]);
-    let total: u64 = alloc.iter().map(|&a| a as u64).sum();
-    if total > params.capacity {
-        return false;
-    }
+    let capacity = params.capacity;
     match policy {
         Policy::Karma => {
-            let high = [demand, alloc, before, after].iter().flat_map(|x| x.iter()).fold(0u32, |h, &v| h | v);
-            if (high as u64) < NARROW && g < NARROW && free < NARROW {
+            let narrow = if g < NARROW && free < NARROW {
                 karma_narrow(g as i32, free as i32, demand, alloc, before, after)
             } else {
+                None
+            };
+            let (hold, total) = narrow.unwrap_or_else(|| {
                 karma_wide(g.min(u32::MAX as u64) as i64, free as i64, demand, alloc, before, after)
-            }
+            });
+            hold && total <= capacity
         }
         Policy::MaxMin => {
             let g = g.min(u32::MAX as u64) as u32;
             let range = demand.iter().zip(alloc).fold(false, |bad, (&d, &a)| bad | (a > d) | (a < d.min(g)));
-            !range && before == after
+            !range && before == after && total(alloc) <= capacity
         }
         Policy::Strict => {
             let f = params.fair_share.first().copied().unwrap_or(0).min(u32::MAX as u64) as u32;
             let exact = demand.iter().zip(alloc).all(|(&d, &a)| a == d.min(f));
-            exact && before == after
+            exact && before == after && total(alloc) <= capacity
         }
     }
+}
+
+/// The sum of the allocations.
+fn total(alloc: &[u32]) -> u64 {
+    alloc.iter().map(|&a| a as u64).sum()
 }
 
 /// Words below this (2^29) make every sum of three fit an `i32`.
 const NARROW: u64 = 1 << 29;
 
-/// Karma's per-user invariants and the credit balance, in `i32` lanes. A user with `d`,
-/// `a`, balance `b` before and `c` after, borrowing `over = max(a - g, 0)`:
-/// `min(d, g) <= a <= d`, and `lo <= c <= lo + max(g - d, 0)` with
-/// `lo = b + free - over` (a borrower pays exactly what it borrowed, and then
-/// `max(g - d, 0)` is 0 because `a <= d`; a donor earns at most what it left unused).
-/// Each condition is a difference that must not be negative: their OR's sign bit is the
-/// verdict.
-fn karma_narrow(g: i32, free: i32, demand: &[u32], alloc: &[u32], before: &[u32], after: &[u32]) -> bool {
+/// Karma's per-user invariants and the credit balance, in `i32` lanes, in one pass
+/// (every word is read once: this runs on the caller's critical path for every device
+/// quantum), with the allocations' total. A user with `d`, `a`, balance `b` before and
+/// `c` after, borrowing `over = max(a - g, 0)`: `min(d, g) <= a <= d`, and
+/// `lo <= c <= lo + max(g - d, 0)` with `lo = b + free - over` (a borrower pays exactly
+/// what it borrowed, and then `max(g - d, 0)` is 0 because `a <= d`; a donor earns at
+/// most what it left unused). Each condition is a difference that must not be negative:
+/// their OR's sign bit is the verdict. The arithmetic wraps, and the verdict counts only
+/// when every word is below [`NARROW`] (then nothing wraps): `None` otherwise.
+///
+/// Blocks of [`LANES`] x [`ROWS`] users keep their sums in `u32` lanes (each term is
+/// below 2^29, so [`ROWS`] of them fit), widened once per block: the loop then runs in
+/// vector registers even without wide integer instructions.
+fn karma_narrow(
+    g: i32,
+    free: i32,
+    demand: &[u32],
+    alloc: &[u32],
+    before: &[u32],
+    after: &[u32],
+) -> Option<(bool, u64)> {
     let n = demand.len();
     let (alloc, before, after) = (&alloc[..n], &before[..n], &after[..n]);
-    let mut bad = 0i32;
-    for u in 0..n {
-        let (d, a, b, c) = (demand[u] as i32, alloc[u] as i32, before[u] as i32, after[u] as i32);
-        let lo = b + free - (a - g).max(0);
-        let hi = lo + (g - d).max(0);
-        bad |= (d - a) | (a - d.min(g)) | (c - lo) | (hi - c);
+    let (mut bad, mut high) = ([0i32; LANES], [0u32; LANES]);
+    let (mut total, mut borrowed, mut earned) = (0u64, 0u64, 0u64);
+    let blocked = n / (LANES * ROWS) * (LANES * ROWS);
+    for block in (0..blocked).step_by(LANES * ROWS) {
+        let (mut t, mut o, mut e) = ([0u32; LANES], [0u32; LANES], [0u32; LANES]);
+        for row in (block..block + LANES * ROWS).step_by(LANES) {
+            let r = row..row + LANES;
+            let (d, a, b, c) = (&demand[r.clone()], &alloc[r.clone()], &before[r.clone()], &after[r]);
+            for i in 0..LANES {
+                let user = KarmaWords::of(g, free, d[i], a[i], b[i], c[i]);
+                (bad[i], high[i]) = (bad[i] | user.bad, high[i] | user.high);
+                t[i] = t[i].wrapping_add(a[i]);
+                o[i] = o[i].wrapping_add(user.over);
+                e[i] = e[i].wrapping_add(user.earned);
+            }
+        }
+        for i in 0..LANES {
+            (total, borrowed, earned) = (total + t[i] as u64, borrowed + o[i] as u64, earned + e[i] as u64);
+        }
     }
-    // Donors earn no more than borrowers paid.
-    let borrowed: u64 = alloc.iter().map(|&a| (a as i32 - g).max(0) as u64).sum();
-    let earned: u64 = after.iter().zip(before).map(|(&c, &b)| (c as i32 - (b as i32 + free)).max(0) as u64).sum();
-    bad >= 0 && earned <= borrowed
+    let (mut bad, mut high) = (bad.iter().fold(0, |x, y| x | y), high.iter().fold(0, |x, y| x | y));
+    for u in blocked..n {
+        let user = KarmaWords::of(g, free, demand[u], alloc[u], before[u], after[u]);
+        (bad, high) = (bad | user.bad, high | user.high);
+        (total, borrowed, earned) = (total + alloc[u] as u64, borrowed + user.over as u64, earned + user.earned as u64);
+    }
+    ((high as u64) < NARROW).then_some((bad >= 0 && earned <= borrowed, total))
+}
+
+/// Users per block of [`karma_narrow`], side by side (one vector register's worth of
+/// `i32` lanes on most machines, two on the oldest).
+const LANES: usize = 8;
+/// Rows of [`LANES`] users per block of [`karma_narrow`].
+const ROWS: usize = 4;
+
+/// One user's part of [`karma_narrow`], with wrapping `i32` arithmetic and the
+/// branch-free `max(x, 0)` and `min(x, y)` of sign masks.
+struct KarmaWords {
+    /// Negative if an invariant breaks.
+    bad: i32,
+    /// The OR of the words.
+    high: u32,
+    /// Slices borrowed (paid for).
+    over: u32,
+    /// Credits earned.
+    earned: u32,
+}
+
+impl KarmaWords {
+    #[inline(always)]
+    fn of(g: i32, free: i32, d: u32, a: u32, b: u32, c: u32) -> KarmaWords {
+        let positive = |x: i32| x & !(x >> 31);
+        let high = d | a | b | c;
+        let (d, a, b, c) = (d as i32, a as i32, b as i32, c as i32);
+        let over = positive(a.wrapping_sub(g));
+        let start = b.wrapping_add(free);
+        let lo = start.wrapping_sub(over);
+        let hi = lo.wrapping_add(positive(g.wrapping_sub(d)));
+        // min(d, g) = d - max(d - g, 0)
+        let floor = d.wrapping_sub(positive(d.wrapping_sub(g)));
+        let bad = d.wrapping_sub(a) | a.wrapping_sub(floor) | c.wrapping_sub(lo) | hi.wrapping_sub(c);
+        KarmaWords { bad, high, over: over as u32, earned: positive(c.wrapping_sub(start)) as u32 }
+    }
 }
 
 /// [`karma_narrow`] in `i64`, for words up to 2^32.
-fn karma_wide(g: i64, free: i64, demand: &[u32], alloc: &[u32], before: &[u32], after: &[u32]) -> bool {
+fn karma_wide(g: i64, free: i64, demand: &[u32], alloc: &[u32], before: &[u32], after: &[u32]) -> (bool, u64) {
     let (mut bad, mut borrowed, mut earned) = (false, 0i64, 0i64);
     for u in 0..demand.len() {
         let (d, a, b, c) = (demand[u] as i64, alloc[u] as i64, before[u] as i64, after[u] as i64);
@@ -208,7 +278,7 @@ fn karma_wide(g: i64, free: i64, demand: &[u32], alloc: &[u32], before: &[u32], 
         borrowed += over;
         earned += (c - (b + free)).max(0);
     }
-    !bad && earned <= borrowed
+    (!bad && earned <= borrowed, total(alloc))
 }
 
 #[cfg(test)]
