@@ -135,6 +135,27 @@ pub trait Accelerator: Send {
         demand: &[u32],
         out: &mut QuantumOutput,
     ) -> Result<(), DeviceError>;
+    /// [`Accelerator::quantum_into`], with `meanwhile` run on the caller's thread while
+    /// the device computes: after the demands are sent and the doorbell rung, before the
+    /// wait for the answer. A device that computes apart from the caller (the emulator, a
+    /// real device) calls it exactly once, so that the caller's work (the offload's exact
+    /// check of earlier quanta, the software's own quantum in `sync`) overlaps the
+    /// device's instead of following it; the work's time counts in the round trip only
+    /// where it outlasts the device. The default never calls it: a device that computes
+    /// on the caller's thread (the in-process engine) leaves nothing to overlap. On error
+    /// `meanwhile` may or may not have run.
+    fn quantum_into_overlapped(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        out: &mut QuantumOutput,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(), DeviceError> {
+        let _ = meanwhile;
+        self.quantum_into(mode, fair, guaranteed, demand, out)
+    }
     /// [`Accelerator::quantum_into`] into a new output.
     fn quantum(
         &mut self,
@@ -176,6 +197,17 @@ impl<A: Accelerator + ?Sized> Accelerator for Box<A> {
         out: &mut QuantumOutput,
     ) -> Result<(), DeviceError> {
         (**self).quantum_into(mode, fair, guaranteed, demand, out)
+    }
+    fn quantum_into_overlapped(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        out: &mut QuantumOutput,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(), DeviceError> {
+        (**self).quantum_into_overlapped(mode, fair, guaranteed, demand, out, meanwhile)
     }
     fn set_blocking_wait(&mut self, block: bool) {
         (**self).set_blocking_wait(block)

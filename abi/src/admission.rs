@@ -106,11 +106,21 @@ pub fn admit<T: Copy + Into<u64>>(
     Ok(())
 }
 
-/// [`admit`]'s verdict for words, in one branch-free pass (a host checks every quantum
-/// before it sends it): true exactly when [`admit`] accepts. When it refuses, [`admit`]
-/// says why.
-pub fn admits(limits: &Limits, mode_word: u32, fair: u64, guaranteed: u64, credits: &[u32], demand: &[u32]) -> bool {
+/// [`admit`]'s verdict, in one branch-free pass that also converts the demands into
+/// the words sent to the device (a host checks every quantum before it sends it): true
+/// exactly when [`admit`] accepts, and then `words` holds `demand` as device words (its
+/// length set to the demand's). When it refuses, [`admit`] says why.
+pub fn admits(
+    limits: &Limits,
+    mode_word: u32,
+    fair: u64,
+    guaranteed: u64,
+    credits: &[u32],
+    demand: &[u64],
+    words: &mut Vec<u32>,
+) -> bool {
     let n = demand.len();
+    words.resize(n, 0);
     if admit_config(limits, mode_word, n, fair, guaranteed).is_err() {
         return false;
     }
@@ -123,14 +133,24 @@ pub fn admits(limits: &Limits, mode_word: u32, fair: u64, guaranteed: u64, credi
         if credits.len() != n {
             return false;
         }
-        let free = fair - guaranteed;
-        for (&c, &d) in credits.iter().zip(demand) {
-            // The most the balance can reach this quantum (at least the balance itself).
-            high |= c as u64 + free + guaranteed.saturating_sub(d as u64);
-            high |= d as u64;
+        // The most a balance can reach this quantum, c + free + max(g - d, 0), in u32
+        // lanes: the shares are below 2^31 (the configuration check), so free +
+        // max(g - d, 0) <= f is too, and the sum cannot wrap while c is below 2^31 (c
+        // itself joins the OR). The word d as u32 is d itself unless d is refused anyway.
+        let (free, g) = ((fair - guaranteed) as u32, guaranteed as i32);
+        let mut reach = 0u32;
+        for ((w, &c), &d) in words.iter_mut().zip(credits).zip(demand) {
+            *w = d as u32;
+            high |= d;
+            let lent = g.wrapping_sub(*w as i32);
+            reach |= c | c.wrapping_add(free).wrapping_add((lent & !(lent >> 31)) as u32);
         }
+        high |= reach as u64;
     } else {
-        high = demand.iter().fold(0, |h, &d| h | d as u64);
+        for (w, &d) in words.iter_mut().zip(demand) {
+            *w = d as u32;
+            high |= d;
+        }
     }
     high < WORD_LIMIT
 }
@@ -190,7 +210,21 @@ mod tests {
     #[test]
     fn the_fast_verdict_agrees_with_the_rule() {
         // Values at and around every edge of the rule, and random ones.
-        let edges = [0u64, 1, 2, 3, 5, WORD_MAX - 8, WORD_MAX - 2, WORD_MAX - 1, WORD_MAX, WORD_LIMIT, u32::MAX as u64];
+        let edges = [
+            0u64,
+            1,
+            2,
+            3,
+            5,
+            WORD_MAX - 8,
+            WORD_MAX - 2,
+            WORD_MAX - 1,
+            WORD_MAX,
+            WORD_LIMIT,
+            u32::MAX as u64,
+            1 << 32,
+            u64::MAX,
+        ];
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         let mut next = move || {
             x ^= x << 13;
@@ -213,15 +247,19 @@ mod tests {
             let fair = pick(&mut next).max(1) % (WORD_LIMIT + 1);
             let guaranteed = if next() % 4 == 0 { pick(&mut next) } else { fair / 2 };
             let credits: Vec<u32> = (0..n).map(|_| pick(&mut next).min(u32::MAX as u64) as u32).collect();
-            let demand: Vec<u32> = (0..n).map(|_| pick(&mut next).min(u32::MAX as u64) as u32).collect();
+            let demand: Vec<u64> = (0..n).map(|_| pick(&mut next)).collect();
             let short = if next() % 20 == 0 { &credits[..n.saturating_sub(1)] } else { &credits[..] };
-            let rule = admit(&DEV, mode_word, fair, guaranteed, short, &demand).is_ok();
+            let wide: Vec<u64> = short.iter().map(|&c| c as u64).collect();
+            let rule = admit(&DEV, mode_word, fair, guaranteed, &wide, &demand).is_ok();
+            let mut words = vec![7; next() as usize % 12];
             assert_eq!(
-                admits(&DEV, mode_word, fair, guaranteed, short, &demand),
+                admits(&DEV, mode_word, fair, guaranteed, short, &demand, &mut words),
                 rule,
                 "mode {mode_word} f {fair} g {guaranteed} credits {short:?} demand {demand:?}"
             );
             if rule {
+                let sent: Vec<u64> = words.iter().map(|&w| w as u64).collect();
+                assert_eq!(sent, demand, "the words are the demands");
                 accepted += 1
             } else {
                 refused += 1

@@ -11,8 +11,10 @@
 //! - `device_ns`: what the device reported for its own work;
 //! - `host_overhead_ns`: round trip minus device time (the protocol's cost);
 //! - `critical_path_ns`: the whole `Offload::allocate`, checks included;
-//! - `verifier_ns`: the exact software check of one quantum (inline with `sync`, on the
-//!   verifier thread otherwise).
+//! - `verifier_ns`: the exact software check of one quantum (the software's own quantum
+//!   with `sync`; otherwise a check, by the caller while it waited for the device or by
+//!   the verifier thread: `checked_while_waiting`, `checked_by_thread` and
+//!   `checked_on_demand` count which).
 //!
 //! Every quantum's allocations are also compared with the software's (through a 64-bit
 //! digest of each): `mismatches` counts the quanta where the allocation the caller got
@@ -146,6 +148,14 @@ pub struct OffloadReport {
     pub fallback: Option<String>,
     /// Quanta the device answered.
     pub device_quanta: u64,
+    /// Quanta recomputed by the caller while it waited for the device (the whole run,
+    /// warm-up included).
+    pub checked_while_waiting: u64,
+    /// Quanta recomputed by the verifier thread.
+    pub checked_by_thread: u64,
+    /// Quanta recomputed by the caller when it had to wait for them (the queue full,
+    /// the final settle).
+    pub checked_on_demand: u64,
     /// CPU cores this process may use.
     pub cores: usize,
 }
@@ -222,6 +232,7 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
         }
     }
     offload.settle();
+    let checks = offload.checks();
     let mut mismatches = 0;
     for (q, issued) in digests.iter().enumerate() {
         let start = Instant::now();
@@ -244,6 +255,9 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
         mismatches,
         fallback: offload.fallback().map(ToString::to_string),
         device_quanta: offload.device_quanta(),
+        checked_while_waiting: checks.while_waiting,
+        checked_by_thread: checks.by_thread,
+        checked_on_demand: checks.on_demand,
         cores: std::thread::available_parallelism().map_or(1, usize::from),
     })
 }

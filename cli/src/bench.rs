@@ -73,5 +73,11 @@ pub fn offload(run: &OffloadRun, json: bool) -> Result<(), CliError> {
         r.device_quanta,
         r.fallback.as_deref().unwrap_or("none")
     );
+    if r.checked_while_waiting + r.checked_by_thread + r.checked_on_demand > 0 {
+        println!(
+            "quanta checked by the caller while it waited: {}; by the verifier thread: {}; on demand: {}",
+            r.checked_while_waiting, r.checked_by_thread, r.checked_on_demand
+        );
+    }
     Ok(())
 }

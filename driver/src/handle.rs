@@ -268,6 +268,7 @@ impl DeviceHandle {
         guaranteed: u32,
         demand: &[u32],
         out: &mut QuantumOutput,
+        meanwhile: &mut dyn FnMut(),
     ) -> Result<(), DeviceError> {
         let n = demand.len();
         abi::admit_config(&self.limits(), mode.word(), n, fair as u64, guaranteed as u64)?;
@@ -283,6 +284,8 @@ impl DeviceHandle {
         self.reg_write(abi::DOORBELL.offset, seq)?;
         self.kick()?;
         self.seq = seq;
+        // The device computes now: the caller's own work goes here, not after the wait.
+        meanwhile();
         let completion = Word::Dma(self.layout.completion);
         self.wait(
             || format!("sequence number {seq}"),
@@ -441,7 +444,18 @@ impl Accelerator for DeviceHandle {
         demand: &[u32],
         out: &mut QuantumOutput,
     ) -> Result<(), DeviceError> {
-        self.run_quantum(mode, fair, guaranteed, demand, out)
+        self.run_quantum(mode, fair, guaranteed, demand, out, &mut || {})
+    }
+    fn quantum_into_overlapped(
+        &mut self,
+        mode: Mode,
+        fair: u32,
+        guaranteed: u32,
+        demand: &[u32],
+        out: &mut QuantumOutput,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(), DeviceError> {
+        self.run_quantum(mode, fair, guaranteed, demand, out, meanwhile)
     }
     fn set_blocking_wait(&mut self, block: bool) {
         self.spin = if block { signal::HOST_SPIN_SHARED } else { signal::HOST_SPIN };

@@ -41,6 +41,39 @@ fn quanta_and_credits_through_the_shared_memory_driver() {
 }
 
 #[test]
+fn the_caller_works_while_the_device_computes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlap.shm");
+    let emu = InProcess::start(&path, 30, 8, Model::Software, vec![]).unwrap();
+    let mut dev = fairshare_driver::shm::open(&path).unwrap();
+    let (mode, d) = (fairshare_abi::Mode::Karma, (0..30).map(|u| u % 13).collect::<Vec<u32>>());
+    let credits: Vec<u32> = (0..30).map(|u| u % 4).collect();
+    dev.write_credits(&credits).unwrap();
+    let (mut calls, mut out) = (0, Default::default());
+    let overlapped = dev.quantum_into_overlapped(mode, 10, 5, &d, &mut out, &mut || calls += 1);
+    assert!(overlapped.is_ok() && calls == 1, "{overlapped:?}: called {calls} times");
+    // The same quantum again from the same credits, without the overlap: the same answer.
+    dev.write_credits(&credits).unwrap();
+    let again = dev.quantum(mode, 10, 5, &d).unwrap();
+    assert_eq!((again.alloc, again.credits), (out.alloc, out.credits));
+    // An async offload checks quanta while it waits for the emulator: the emulator
+    // computes on another thread and reports its time.
+    let config = PoolConfig::equal(30, 10, Alpha::new(1, 2).unwrap(), 0).unwrap();
+    let mut pool = Allocator::new(config.clone(), Policy::Karma).unwrap();
+    dev.write_credits(&[0; 30]).unwrap();
+    let mut offload = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(dev), Verify::Async);
+    for d in demands(30, 200) {
+        assert_eq!(offload.allocate(&d).unwrap(), pool.allocate(&d).unwrap());
+    }
+    offload.settle();
+    let checks = offload.checks();
+    assert!(offload.on_device(), "{:?}", offload.fallback());
+    assert_eq!(checks.total(), 200, "{checks:?}");
+    assert!(checks.while_waiting > 0, "{checks:?}");
+    emu.stop().unwrap();
+}
+
+#[test]
 fn a_crash_mid_quantum_is_survived() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("crash.shm");

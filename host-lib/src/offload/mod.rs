@@ -233,9 +233,29 @@ pub struct Timing {
     pub device_ns: u64,
     /// Everything the caller of [`Offload::allocate`] waited for, checks included.
     pub critical_path_ns: u64,
-    /// The exact software check of one quantum: in `sync` inline (part of the critical
-    /// path), otherwise the verifier thread's time for the last quantum it returned.
+    /// The exact software check of one quantum: in `sync` the software's own quantum
+    /// (overlapping the device's where the device computes apart from the caller),
+    /// otherwise the last check that came back, by the caller or by the verifier thread.
     pub verifier_ns: u64,
+}
+
+/// Who recomputed the quanta of `async` and `sample:K` ([`Offload::checks`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checks {
+    /// The caller, while it waited for the device.
+    pub while_waiting: u64,
+    /// The verifier thread.
+    pub by_thread: u64,
+    /// The caller, when it needed them done: [`Offload::settle`], a fallback, or
+    /// [`VERIFIER_DEPTH`] quanta queued.
+    pub on_demand: u64,
+}
+
+impl Checks {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.while_waiting + self.by_thread + self.on_demand
+    }
 }
 
 /// The device and its pool's equal shares in its words (fixed: the pool's users cannot
@@ -263,6 +283,14 @@ pub struct Offload {
     words: Vec<u32>,
     out: QuantumOutput,
     timing: Timing,
+    /// A running average of the device's own time per quantum (0: none yet), and
+    /// whether the device let the caller work while it computed, last quantum.
+    device_average_ns: u64,
+    overlaps: bool,
+    /// The checks of a verifier that has stopped.
+    checks: Checks,
+    /// The last device quantum, to be queued for its check (async, sample:K).
+    pending: Option<verifier::Job>,
 }
 
 impl Offload {
@@ -315,6 +343,10 @@ impl Offload {
             words: Vec::new(),
             out: QuantumOutput::default(),
             timing: Timing::default(),
+            device_average_ns: 0,
+            overlaps: false,
+            checks: Checks::default(),
+            pending: None,
         }
     }
 
@@ -338,9 +370,15 @@ impl Offload {
     }
 
     fn drop_device_after(&mut self, quantum: u64, error: DeviceError) {
+        if let (Some(v), Some(job)) = (self.verifier.as_mut(), self.pending.take()) {
+            // Checked with the rest below (the queue only goes when the verifier does).
+            let _ = queue(v, job, &self.credit_words, std::time::Duration::ZERO);
+        }
         self.device = None;
         let mut fallback = Fallback { quantum, error, issued_after: 0 };
-        if let Some(v) = self.verifier.take() {
+        if let Some(mut v) = self.verifier.take() {
+            v.drain();
+            self.checks = v.checks;
             match v.finish() {
                 Some((_, None)) => {}
                 Some((software, Some(m))) => {
@@ -368,6 +406,7 @@ impl Offload {
     /// falls back if one was wrong: afterwards [`Offload::pool`] holds verified credits
     /// and [`Offload::fallback`] is final. Free with `sync` and `invariants`.
     pub fn settle(&mut self) {
+        self.queue_pending();
         if let Some(v) = self.verifier.as_mut() {
             v.drain();
         }
@@ -387,30 +426,75 @@ impl Offload {
             self.drop_device(e);
             return self.pool.allocate(demand);
         }
+        let (budget, quantum) = (self.overlap_budget(), self.pool.quantum());
         let Some(dev) = self.device.as_mut() else { return self.pool.allocate(demand) };
-        // While the verifier has quanta to check, the wait for the device leaves it the CPU.
-        if let Some(v) = self.verifier.as_mut() {
+        // While the verifier thread checks, the wait for the device leaves it the CPU.
+        if let Some(v) = self.verifier.as_ref() {
             dev.accelerator.set_blocking_wait(v.busy());
         }
+        // What the caller does while the device computes: in `sync` the software's own
+        // quantum; otherwise checks of earlier quanta, as many as fit in the time the
+        // device is expected to take.
+        let (pool, verifier, verify) = (&mut self.pool, &mut self.verifier, self.verify);
+        let (pending, credit_words) = (&mut self.pending, &self.credit_words);
+        let mut software: Option<(Result<()>, u64)> = None;
+        let (mut overlapped, mut queue_failed) = (false, false);
         let sent = Instant::now();
-        let answer = dev.accelerator.quantum_into(dev.mode, dev.fair, dev.guaranteed, &self.words, &mut self.out);
+        let mut meanwhile = || {
+            overlapped = true;
+            match (verify, verifier.as_mut()) {
+                (Verify::Sync, _) => {
+                    let begin = Instant::now();
+                    let r = pool.allocate(demand).map(|_| ());
+                    software = Some((r, begin.elapsed().as_nanos() as u64));
+                }
+                (_, Some(v)) => {
+                    if let Some(job) = pending.take() {
+                        queue_failed = !queue(v, job, credit_words, budget);
+                    }
+                    v.help(sent, budget)
+                }
+                (_, None) => {}
+            }
+        };
+        let answer = dev.accelerator.quantum_into_overlapped(
+            dev.mode,
+            dev.fair,
+            dev.guaranteed,
+            &self.words,
+            &mut self.out,
+            &mut meanwhile,
+        );
+        self.overlaps = overlapped;
         self.timing.round_trip_ns = sent.elapsed().as_nanos() as u64;
+        if queue_failed {
+            self.drop_device_after(quantum, DeviceError::Protocol("the verifier queue is gone".into()));
+            return self.pool.allocate(demand);
+        }
         self.timing.device_ns = self.out.device_ns;
         let n = demand.len();
-        match answer {
-            Ok(()) if self.out.alloc.len() == n && self.out.credits.len() == n => {}
-            Ok(()) => {
-                let e = format!("the device returned {} results for {n} users", self.out.alloc.len());
-                self.drop_device(DeviceError::Protocol(e));
-                return self.pool.allocate(demand);
-            }
-            Err(e) => {
-                self.drop_device(e);
-                return self.pool.allocate(demand);
-            }
+        let fault = match answer {
+            Ok(()) if self.out.alloc.len() == n && self.out.credits.len() == n => None,
+            Ok(()) => Some(DeviceError::Protocol(format!(
+                "the device returned {} results for {n} users",
+                self.out.alloc.len()
+            ))),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = fault {
+            self.drop_device_after(quantum, e);
+            // In `sync` the software may have answered the quantum already.
+            return match software {
+                Some((r, _)) => r.map(|_| self.pool.allocations()),
+                None => self.pool.allocate(demand),
+            };
+        }
+        if self.out.device_ns > 0 {
+            let (average, now) = (self.device_average_ns, self.out.device_ns);
+            self.device_average_ns = if average == 0 { now } else { (7 * average + now) / 8 };
         }
         let result = match self.verify {
-            Verify::Sync => self.verify_sync(demand),
+            Verify::Sync => self.verify_sync(demand, software),
             Verify::Async | Verify::Sample(_) | Verify::Invariants => self.use_checked(demand),
         };
         self.timing.critical_path_ns = start.elapsed().as_nanos() as u64;
@@ -422,27 +506,35 @@ impl Offload {
     /// balances; the named reason if not.
     fn admit(&mut self, demand: &[u64]) -> std::result::Result<(), DeviceError> {
         let Some(dev) = self.device.as_ref() else { return Ok(()) };
-        // One pass: the words, and whether any demand is too wide for one.
-        self.words.resize(demand.len(), 0);
-        let mut high = 0u64;
-        for (w, &d) in self.words.iter_mut().zip(demand) {
-            *w = d as u32;
-            high |= d;
-        }
+        // One pass: the verdict, and the words to send.
         let (f, g) = (dev.fair as u64, dev.guaranteed as u64);
-        if high <= abi::WORD_MAX && abi::admits(&dev.limits, dev.mode.word(), f, g, &self.credit_words, &self.words) {
+        if abi::admits(&dev.limits, dev.mode.word(), f, g, &self.credit_words, demand, &mut self.words) {
             return Ok(());
         }
         // Refused: say why, naming the user as the pool knows it.
         admit_quantum(&self.pool, &dev.limits, demand)
     }
 
-    /// `sync`: the software computes the quantum and the device's result must equal it.
-    fn verify_sync(&mut self, demand: &[u64]) -> Result<()> {
-        let q = self.pool.quantum();
-        let software = Instant::now();
-        let computed = self.pool.allocate(demand);
-        self.timing.verifier_ns = software.elapsed().as_nanos() as u64;
+    /// How long the caller may work while the device computes: the device's average
+    /// time (a check expected to end before the device's answer costs the caller nothing;
+    /// one that ends a little after costs it less than waking the verifier thread does on
+    /// a core it shares), and nothing for a device that does not let it.
+    fn overlap_budget(&self) -> std::time::Duration {
+        let ns = if self.overlaps { self.device_average_ns } else { 0 };
+        std::time::Duration::from_nanos(ns)
+    }
+
+    /// `sync`: the software computes the quantum (unless it did while the device
+    /// computed: `software`, with its time) and the device's result must equal it.
+    fn verify_sync(&mut self, demand: &[u64], software: Option<(Result<()>, u64)>) -> Result<()> {
+        let (computed, ns) = software.unwrap_or_else(|| {
+            let begin = Instant::now();
+            let r = self.pool.allocate(demand).map(|_| ());
+            (r, begin.elapsed().as_nanos() as u64)
+        });
+        self.timing.verifier_ns = ns;
+        // The quantum's index: the software counted it if it took it.
+        let q = self.pool.quantum() - u64::from(computed.is_ok());
         if let Err(e) = computed {
             // The device ran a quantum the software refuses: put its credits back.
             let back = std::mem::take(&mut self.credit_words);
@@ -465,6 +557,8 @@ impl Offload {
     /// `async`, `sample:K`, `invariants`: the invariant check, then the device's result
     /// is the quantum's; the verifier gets it to recompute.
     fn use_checked(&mut self, demand: &[u64]) -> Result<()> {
+        // The last quantum's check, if the device gave no wait to queue it in.
+        self.queue_pending();
         let (policy, params) = (self.pool.policy(), self.pool.params());
         let words = invariants::Words {
             demand: &self.words,
@@ -479,7 +573,7 @@ impl Offload {
         let quantum = self.pool.quantum();
         self.pool.commit_words(&self.out.alloc, &self.out.credits);
         self.device_quanta += 1;
-        let verify = self.verify;
+        let (verify, budget) = (self.verify, self.overlap_budget());
         if let Some(v) = self.verifier.as_mut() {
             let mut job = v.job();
             job.quantum = quantum;
@@ -494,16 +588,28 @@ impl Offload {
             }
             std::mem::swap(&mut job.demand, &mut self.words);
             std::mem::swap(&mut job.alloc, &mut self.out.alloc);
-            job.credits.clear();
-            job.credits.extend_from_slice(&self.out.credits);
-            let sent = v.send(job);
             self.timing.verifier_ns = v.last_ns;
-            if !sent {
-                self.drop_device(DeviceError::Protocol("the verifier thread stopped".into()));
+            // Queued during the next quantum's wait for the device, with the device's
+            // credits after this one (`credit_words` until then): its copy costs the
+            // caller nothing there. A device that gives no wait gets it now.
+            std::mem::swap(&mut self.credit_words, &mut self.out.credits);
+            self.pending = Some(job);
+            if !(self.overlaps && budget > std::time::Duration::ZERO) {
+                self.queue_pending();
             }
+            return Ok(());
         }
         std::mem::swap(&mut self.credit_words, &mut self.out.credits);
         Ok(())
+    }
+
+    /// Queues the last device quantum for its check (see [`Offload::use_checked`]).
+    fn queue_pending(&mut self) {
+        let budget = self.overlap_budget();
+        let (Some(v), Some(job)) = (self.verifier.as_mut(), self.pending.take()) else { return };
+        if !queue(v, job, &self.credit_words, budget) {
+            self.drop_device(DeviceError::Protocol("the verifier queue is gone".into()));
+        }
     }
 
     /// Reads the device's balances and checks them against the pool's (a checkpoint of
@@ -559,6 +665,24 @@ impl Offload {
     pub fn timing(&self) -> Timing {
         self.timing
     }
+
+    /// Which thread recomputed the quanta checked so far (`async`, `sample:K`).
+    pub fn checks(&self) -> Checks {
+        self.verifier.as_ref().map_or(self.checks, |v| v.checks)
+    }
+}
+
+/// Queues `job` on `v` with the device's credits after it; wakes the verifier thread
+/// unless the check fits in the caller's next wait of `budget`. False if the queue is
+/// gone.
+fn queue(v: &mut Verifier, mut job: verifier::Job, credits_after: &[u32], budget: std::time::Duration) -> bool {
+    job.credits.clear();
+    job.credits.extend_from_slice(credits_after);
+    let sent = v.send(job);
+    if budget.is_zero() || !v.fits(budget) {
+        v.wake();
+    }
+    sent
 }
 
 /// Where a device's result differs from the software's, or `None`.
@@ -625,11 +749,18 @@ mod tests {
         quanta: u64,
         /// The device quantum (1-based) where a `Swap` was applied.
         swapped: std::sync::Arc<std::sync::Mutex<Option<u64>>>,
+        /// `Some(ns)`: it computes apart from the caller, lets the caller work meanwhile
+        /// and reports `ns` of its own time; `None`: it computes on the caller's thread.
+        apart: Option<u64>,
     }
 
     fn fake(policy: Policy, fault: Fault) -> Fake {
-        Fake { pool: pool(policy), fault, quanta: 0, swapped: Default::default() }
+        Fake { pool: pool(policy), fault, quanta: 0, swapped: Default::default(), apart: None }
     }
+
+    /// How the fake devices of the tests compute: on the caller's thread; apart, slowly
+    /// (every check fits in the caller's wait); apart, quickly (none fits).
+    const APART: [Option<u64>; 3] = [None, Some(1_000_000_000), Some(1)];
 
     impl Accelerator for Fake {
         fn label(&self) -> String {
@@ -693,8 +824,22 @@ mod tests {
                 }
                 _ => {}
             }
-            *out = QuantumOutput { alloc, credits, cycles: 0, device_ns: 0 };
+            *out = QuantumOutput { alloc, credits, cycles: 0, device_ns: self.apart.unwrap_or(0) };
             Ok(())
+        }
+        fn quantum_into_overlapped(
+            &mut self,
+            mode: Mode,
+            fair: u32,
+            guaranteed: u32,
+            demand: &[u32],
+            out: &mut QuantumOutput,
+            meanwhile: &mut dyn FnMut(),
+        ) -> std::result::Result<(), DeviceError> {
+            if self.apart.is_some() {
+                meanwhile();
+            }
+            self.quantum_into(mode, fair, guaranteed, demand, out)
         }
     }
 
@@ -711,8 +856,9 @@ mod tests {
     /// Runs the demands on a fake device with `fault`; every quantum whose result was
     /// used before the fault is checked against the software, and so is everything
     /// after the fallback is final.
-    fn run(policy: Policy, fault: Fault, verify: Verify) -> Offload {
-        let mut o = Offload::new(pool(policy), Box::new(fake(policy, fault)), verify);
+    fn run(policy: Policy, fault: Fault, verify: Verify, apart: Option<u64>) -> Offload {
+        let device = Fake { apart, ..fake(policy, fault) };
+        let mut o = Offload::new(pool(policy), Box::new(device), verify);
         let mut reference = pool(policy);
         for (q, d) in demands().iter().enumerate() {
             let got = o.allocate(d).unwrap().to_vec();
@@ -738,9 +884,33 @@ mod tests {
     fn healthy_device_serves_every_quantum() {
         for policy in Policy::ALL {
             for verify in MODES {
-                let o = run(policy, Fault::None, verify);
-                assert!(o.on_device() && o.fallback().is_none(), "{verify}: {:?}", o.fallback());
-                assert_eq!(o.device_quanta(), 30);
+                for apart in APART {
+                    let o = run(policy, Fault::None, verify, apart);
+                    assert!(o.on_device() && o.fallback().is_none(), "{verify}: {:?}", o.fallback());
+                    assert_eq!(o.device_quanta(), 30);
+                    // Every quantum recomputed once, by one of the two threads.
+                    let checks = o.checks();
+                    let recomputed = match verify {
+                        Verify::Async | Verify::Sample(1) => 30,
+                        Verify::Sample(3) => 10,
+                        Verify::Sync | Verify::Invariants => 0,
+                        Verify::Sample(_) => unreachable!(),
+                    };
+                    assert_eq!(checks.total(), recomputed, "{verify} {apart:?}: {checks:?}");
+                    // The caller checks while it waits only where the device computes apart:
+                    // where the checks fit, nearly all (the thread only takes quanta left
+                    // waiting for milliseconds); where they do not, only its probes.
+                    match apart {
+                        Some(1_000_000_000) if recomputed > 0 => {
+                            assert!(checks.while_waiting >= recomputed * 2 / 3, "{verify}: {checks:?}")
+                        }
+                        Some(_) => {
+                            let probes = 30u64.div_ceil(verifier::PROBE_EVERY);
+                            assert!(checks.while_waiting <= probes, "{verify} {apart:?}: {checks:?}")
+                        }
+                        None => assert_eq!(checks.while_waiting, 0, "{verify}: {checks:?}"),
+                    }
+                }
             }
         }
     }
@@ -756,9 +926,9 @@ mod tests {
             (Fault::AllocPlusOne(9), "verification", ""),
             (Fault::CreditPlusOne(3), "verification", ""),
         ];
-        for verify in MODES {
+        for (verify, apart) in MODES.into_iter().flat_map(|v| APART.map(|a| (v, a))) {
             for (fault, kind, words) in loud {
-                let o = run(Policy::Karma, fault, verify);
+                let o = run(Policy::Karma, fault, verify, apart);
                 let fb = o.fallback().unwrap();
                 assert!(!o.on_device());
                 assert_eq!(fb.error.kind(), kind, "{verify} {fault:?}: {fb}");
@@ -772,8 +942,8 @@ mod tests {
 
     #[test]
     fn a_wrong_result_that_keeps_every_invariant_is_found_by_recomputation_only() {
-        for verify in MODES {
-            let device = fake(Policy::Karma, Fault::Swap(5));
+        for (verify, apart) in MODES.into_iter().flat_map(|v| APART.map(|a| (v, a))) {
+            let device = Fake { apart, ..fake(Policy::Karma, Fault::Swap(5)) };
             let swapped = device.swapped.clone();
             let mut o = Offload::new(pool(Policy::Karma), Box::new(device), verify);
             let mut reference = pool(Policy::Karma);
