@@ -242,12 +242,13 @@ struct Filler<'a> {
 impl Intervals {
     /// A filler with room for `users` entries, none in use.
     fn filler(&mut self, users: usize) -> Filler<'_> {
-        if self.user.len() < users + 1 {
-            self.user.resize(users + 1, 0);
-            self.top.resize(users + 1, 0);
-            self.len.resize(users + 1, 0);
+        if self.user.len() < users {
+            self.user.resize(users, 0);
+            self.top.resize(users, 0);
+            self.len.resize(users, 0);
         }
-        Filler { user: &mut self.user, top: &mut self.top, len: &mut self.len, n: 0 }
+        let (user, top, len) = (&mut self.user[..users], &mut self.top[..users], &mut self.len[..users]);
+        Filler { user, top, len, n: 0 }
     }
 
     /// Takes the `n` entries a filler kept, with their total length and key range: one
@@ -270,12 +271,22 @@ impl Intervals {
     }
 }
 
-impl Filler<'_> {
+impl<'a> Filler<'a> {
+    /// The same filler with room for `users` entries only: a loop over `users` users
+    /// then knows every push is in bounds (see [`Filler::push_if`]).
+    #[inline(always)]
+    fn cut(self, users: usize) -> Filler<'a> {
+        let Filler { user, top, len, n } = self;
+        Filler { user: &mut user[..users], top: &mut top[..users], len: &mut len[..users], n }
+    }
+
     /// Writes entry `n` and keeps it only if `keep` (the next write overwrites a dropped
-    /// entry).
+    /// entry). Entries are pushed for users in index order, at most one each, so `n` is
+    /// at most `user`: the `min` changes nothing but lets the compiler drop the bounds
+    /// checks of a loop over the users.
     #[inline(always)]
     fn push_if(&mut self, keep: bool, user: usize, top: i64, len: u64) {
-        let i = self.n;
+        let i = self.n.min(user);
         self.user[i] = user as u32;
         self.top[i] = top;
         self.len[i] = len;
@@ -343,11 +354,11 @@ impl Elements for KeyIntervals<'_> {
 /// its contents are unspecified) and nothing is allocated once `workspace` and `out`
 /// have held a quantum of this size.
 ///
-/// Borrowers whose prices are all equal to `p` and whose balances are all congruent
-/// modulo `p` (always so with equal shares and whole initial credits) have their keys
-/// on one lattice `r + p Z`: each borrower's keys are an interval of integers there, and
-/// the `B` largest keys of all of them are found by [`Selector`]'s radix selection in a
-/// constant number of passes. Donors likewise, with step one credit. Other quanta go to
+/// Borrowers whose prices are all equal to a power of two `p` and whose balances are all
+/// congruent modulo `p` (always so with equal fair shares, where `p` is one credit, and
+/// whole initial credits) have their keys on one lattice `r + p Z`: each borrower's keys
+/// are an interval of integers there, and the `B` largest keys of all of them are found
+/// by [`Selector`]'s radix selection in a constant number of passes. Donors likewise, with step one credit. Other quanta go to
 /// [`search`] (same result, O(n log range)).
 pub fn batched_into(
     workspace: &mut Workspace,
@@ -361,6 +372,83 @@ pub fn batched_into(
         *out = search(p, demand, credits)?;
     }
     Ok(())
+}
+
+/// The lattice of a quantum's keys: balances after the free credits congruent to `c0`
+/// modulo the price, a power of two, and modulo one credit.
+struct Lattice {
+    c0: i64,
+    /// `log2` of the price.
+    shift: u32,
+    free: i64,
+    /// `c0` modulo the price.
+    r0: i64,
+}
+
+impl Lattice {
+    /// `None` unless the price is a power of two.
+    fn new(c0: i64, price: i64, free: i64) -> Option<Lattice> {
+        (price.count_ones() == 1).then(|| Lattice { c0, shift: price.trailing_zeros(), free, r0: c0 & (price - 1) })
+    }
+
+    /// Non-zero when `c` is off the lattice.
+    #[inline(always)]
+    fn off(&self, c: i64) -> i64 {
+        (c ^ self.c0) & (((1 << self.shift) - 1) | (SCALE - 1))
+    }
+
+    /// `floor(c / price)`.
+    #[inline(always)]
+    fn units(&self, c: i64) -> i64 {
+        c >> self.shift
+    }
+}
+
+/// What pass 1 found: an overflow, a balance off the lattice, and the entries kept.
+struct Split {
+    overflowed: bool,
+    off_lattice: i64,
+    donors: usize,
+    borrowers: usize,
+}
+
+/// The columns pass 1 of [`radix`] reads and writes: demand, credits before, and the
+/// allocations and credits after.
+type Columns<'a> = (&'a [u64], &'a [Credits], &'a mut [u64], &'a mut [Credits]);
+
+/// Pass 1 of [`radix`], compiled apart for equal guaranteed shares (`g0` for all; the
+/// pass then reads none). Indexed over slices cut
+/// to one length, so that no access needs a bounds check.
+#[inline(always)]
+fn split<const EQUAL: bool>(
+    lattice: &Lattice,
+    (guaranteed, g0): (&[u64], u64),
+    (demand, credits, alloc, after): Columns<'_>,
+    o: Filler<'_>,
+    b: Filler<'_>,
+) -> Split {
+    let n = demand.len();
+    let (mut o, mut b) = (o.cut(n), b.cut(n));
+    let (credits, alloc, after) = (&credits[..n], &mut alloc[..n], &mut after[..n]);
+    let guaranteed = if EQUAL { &guaranteed[..0] } else { &guaranteed[..n] };
+    let (free, rest) = (lattice.free, (lattice.r0 > 0) as i64);
+    let (mut overflowed, mut off_lattice) = (false, 0i64);
+    for u in 0..n {
+        let (d, g) = (demand[u], if EQUAL { g0 } else { guaranteed[u] });
+        let (c, o_flow) = credits[u].raw().overflowing_add(free);
+        overflowed |= o_flow;
+        alloc[u] = d.min(g);
+        after[u] = Credits::from_raw(c);
+        off_lattice |= lattice.off(c);
+        // Donors: keys c, c + 1, ... credits, negated: -floor(c) downwards.
+        o.push_if(d < g, u, -(c >> FRAC_BITS), g.wrapping_sub(d));
+        // Borrowers: keys c, c - price, ... while > 0; with q = floor(c / price) they
+        // are q, q - 1, ... in units of the price, down to 0 if c has a remainder (r0)
+        // modulo the price, else down to 1.
+        let q = lattice.units(c);
+        b.push_if((d > g) & (c > 0), u, q, d.wrapping_sub(g).min((q + rest) as u64));
+    }
+    Split { overflowed, off_lattice, donors: o.n, borrowers: b.n }
 }
 
 /// The radix-selection quantum of [`batched_into`]; `Ok(false)` when the keys are not on
@@ -381,44 +469,30 @@ fn radix(
     out.alloc.resize(n, 0);
     out.credits.resize(n, Credits::ZERO);
     let price = p.price[0].raw();
+    // Every price equal to one power of two (one lattice for the borrowers' keys; always
+    // so with equal fair shares, whose price is one credit), in a pass that vectorizes;
+    // so is whether every guaranteed share is equal (then the main pass reads none).
     let free = p.free.raw();
-    // Pass 1: free credits, guaranteed allocations, and whether the keys of each side
-    // lie on one lattice: every price equal, every balance congruent to the first one
-    // modulo the price (borrowers' keys) and modulo one credit (donors' keys). Checked
-    // over all users (a user's role does not matter), with OR-reductions, no branch.
-    let c0 = credits[0].raw().wrapping_add(free);
-    let (pow2, shift) = (price.count_ones() == 1, price.trailing_zeros());
-    let r0 = if pow2 { c0 & (price - 1) } else { c0.rem_euclid(price) };
-    let rest = (r0 > 0) as i64;
-    // Congruent to c0 modulo one credit and modulo the price: one mask when the price is
-    // a power of two (always so with equal shares).
-    let off_lattice_of = |c: i64| {
-        if pow2 {
-            (c ^ c0) & ((price - 1) | (SCALE - 1))
-        } else {
-            ((c ^ c0) & (SCALE - 1)) | (c.rem_euclid(price) ^ r0)
-        }
+    let Some(lattice) = Lattice::new(credits[0].raw().wrapping_add(free), price, free) else {
+        return Ok(false);
     };
-    let (mut overflowed, mut off_lattice) = (false, 0i64);
-    let (mut o, mut b) = (donors.filler(n), borrowers.filler(n));
-    let inputs = demand.iter().zip(&p.guaranteed).zip(credits).zip(&p.price);
-    for (u, ((((&d, &g), &before), &price_u), (alloc, after))) in
-        inputs.zip(out.alloc.iter_mut().zip(out.credits.iter_mut())).enumerate()
-    {
-        let (c, o_flow) = before.raw().overflowing_add(free);
-        overflowed |= o_flow;
-        *alloc = d.min(g);
-        *after = Credits::from_raw(c);
-        off_lattice |= (price_u.raw() ^ price) | off_lattice_of(c);
-        // Donors: keys c, c + 1, ... credits, negated: -floor(c) downwards.
-        o.push_if(d < g, u, -(c >> FRAC_BITS), g.wrapping_sub(d));
-        // Borrowers: keys c, c - price, ... while > 0; with q = floor(c / price) they
-        // are q, q - 1, ... in units of the price, down to 0 if c has a remainder (r0)
-        // modulo the price, else down to 1.
-        let q = if pow2 { c >> shift } else { c.div_euclid(price) };
-        b.push_if((d > g) & (c > 0), u, q, d.wrapping_sub(g).min((q + rest) as u64));
+    if p.price.iter().fold(0, |acc, q| acc | (q.raw() ^ price)) != 0 {
+        return Ok(false);
     }
-    let (donors_kept, borrowers_kept) = (o.n, b.n);
+    let g0 = p.guaranteed[0];
+    let equal_shares = p.guaranteed.iter().fold(0, |acc, &g| acc | (g ^ g0)) == 0;
+    // Pass 1: free credits, guaranteed allocations, the intervals of both sides, and
+    // whether the keys of each side lie on one lattice: every balance congruent to the
+    // first one modulo the price (borrowers' keys) and modulo one credit (donors' keys).
+    // Checked over all users (a user's role does not matter), with OR-reductions, no
+    // branch; compiled apart for equal guaranteed shares.
+    let (o, b) = (donors.filler(n), borrowers.filler(n));
+    let (shares, columns) = ((&p.guaranteed[..], g0), (demand, credits, &mut out.alloc[..], &mut out.credits[..]));
+    let pass = match equal_shares {
+        true => split::<true>(&lattice, shares, columns, o, b),
+        false => split::<false>(&lattice, shares, columns, o, b),
+    };
+    let Split { overflowed, off_lattice, donors: donors_kept, borrowers: borrowers_kept } = pass;
     if overflowed {
         let u = (0..n).find(|&u| credits[u].raw().checked_add(free).is_none()).unwrap_or(0);
         return Err(overflow(u));
