@@ -18,7 +18,8 @@
 //! - [`bbf`]: bottleneck-based fairness ("no justified complaints"): the paper's ODE
 //!   method, the equivalent convex program, and the exact method for two users.
 //! - [`psdsf`]: PS-DSF in its RDM and TDM forms, with placement constraints and weights,
-//!   by the per-server water-filling procedure, also as the distributed per-server form.
+//!   by the per-server water-filling procedure, also as the distributed per-server form;
+//!   [`market`] finishes the TDM sweeps with the exact equilibrium of their support.
 //!
 //! Allocations are divisible (real task counts) unless a function says otherwise. All
 //! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and
@@ -56,6 +57,7 @@ pub mod drf;
 pub mod drfh;
 pub mod instance;
 pub mod lexmaxmin;
+pub mod market;
 pub mod policy;
 pub mod psdsf;
 pub mod solver;

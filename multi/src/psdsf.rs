@@ -12,6 +12,7 @@
 //! as the distributed form (Sec. III-D): servers update one at a time, users come and go.
 //! The TDM allocation is cross-checked by the Eisenberg-Gale program ([`tdm_convex`]).
 
+use super::market::{self, Stall};
 use super::solver::{capacity_rows, Program};
 use super::{close, Allocation, Instance, MultiError, EPS};
 
@@ -33,6 +34,10 @@ pub const SWEEP_TOL: f64 = 1e-12;
 /// undamped procedure cycles with period 2 forever (`multi/tests/vectors.rs`,
 /// `undamped_server_procedure_can_cycle`), which a step of 1/2 resolves.
 pub const SWEEPS_PER_STEP: usize = 5_000;
+
+/// Sweeps between two tries of [`Servers::settle`] in [`Servers::converge`] (TDM): a
+/// try, with its pivots, costs up to a few sweeps.
+pub const SETTLE_EVERY: usize = 50;
 
 /// Step sizes [`Servers::converge`] tries in turn, as fractions of the current step.
 const STEP_SCHEDULE: [f64; 4] = [1.0, 0.5, 0.25, 0.125];
@@ -68,6 +73,8 @@ pub struct Servers<'a> {
     total: Vec<f64>,
     /// Step of each server update towards its water-filled column (1: the spec's procedure).
     step: f64,
+    /// How the servers are shared (TDM: the sweeps are finished by [`Servers::settle`]).
+    sharing: Sharing,
 }
 
 /// One server's part of the state: what its water-filling reads, and its column.
@@ -88,6 +95,8 @@ struct Column {
     /// The order in which the users started rising at the last update: the next
     /// update sorts from it, which is nearly sorted already.
     order: Vec<usize>,
+    /// `gamma[n][i]` of each user of `users`.
+    gamma: Vec<f64>,
 }
 
 impl<'a> Servers<'a> {
@@ -110,13 +119,21 @@ impl<'a> Servers<'a> {
                     slope: users.iter().map(|&n| inst.weight[n] * gamma[n][i]).collect(),
                     x: vec![0.0; users.len()],
                     order: Vec::new(),
+                    gamma: users.iter().map(|&n| gamma[n][i]).collect(),
                     users,
                     caps,
                     dem,
                 }
             })
             .collect();
-        Servers { inst, columns, active: vec![true; inst.n_users()], total: vec![0.0; inst.n_users()], step: 1.0 }
+        Servers {
+            inst,
+            columns,
+            active: vec![true; inst.n_users()],
+            total: vec![0.0; inst.n_users()],
+            step: 1.0,
+            sharing,
+        }
     }
 
     /// The current allocation.
@@ -182,10 +199,40 @@ impl<'a> Servers<'a> {
         order.iter().map(|&i| self.update(i)).fold(0.0, f64::max)
     }
 
+    /// TDM only: replaces the allocation by the exact equilibrium whose support is the
+    /// current one's ([`market::equilibrium`]), if the current support is that of an
+    /// equilibrium; returns whether it did. The result meets Theorem 2 (checked there);
+    /// the totals are then the Eisenberg-Gale program's, which are unique, so they are
+    /// the ones the sweeps converge to.
+    pub fn settle(&mut self) -> bool {
+        if self.sharing != Sharing::Tdm {
+            return false;
+        }
+        let budget: Vec<f64> =
+            (0..self.inst.n_users()).map(|n| if self.active[n] { self.inst.weight[n] } else { 0.0 }).collect();
+        let stalls: Vec<Stall<'_>> =
+            self.columns.iter().map(|c| Stall { users: &c.users, gamma: &c.gamma, x: &c.x }).collect();
+        let Some(x) = market::equilibrium(&budget, &stalls) else {
+            return false;
+        };
+        for (column, x) in self.columns.iter_mut().zip(x) {
+            column.x = x;
+        }
+        self.total.iter_mut().for_each(|t| *t = 0.0);
+        for column in &self.columns {
+            for (&n, &x) in column.users.iter().zip(&column.x) {
+                self.total[n] += x;
+            }
+        }
+        true
+    }
+
     /// Sweeps until a full sweep changes nothing (within [`SWEEP_TOL`]), each sweep in the
     /// server order `order(sweep)` (fixed, or a new permutation each time: the
     /// distributed form). If the sweeps do not settle within [`SWEEPS_PER_STEP`], the
-    /// step is halved and the sweeps go on, down to 1/8 of the set step.
+    /// step is halved and the sweeps go on, down to 1/8 of the set step. With TDM,
+    /// every [`SETTLE_EVERY`] sweeps the exact equilibrium of the current support is
+    /// tried ([`Servers::settle`]) and ends the sweeps if it is one.
     pub fn converge(&mut self, mut order: impl FnMut(usize) -> Vec<usize>) -> Result<Convergence, MultiError> {
         let base = self.step;
         let mut sweeps = 0;
@@ -194,6 +241,11 @@ impl<'a> Servers<'a> {
             for _ in 0..SWEEPS_PER_STEP {
                 let change = self.sweep(&order(sweeps));
                 sweeps += 1;
+                if sweeps % SETTLE_EVERY == 0 && self.settle() {
+                    let step = self.step;
+                    self.step = base;
+                    return Ok(Convergence { sweeps, step });
+                }
                 let scale = self.columns.iter().flat_map(|c| c.x.iter()).cloned().fold(1.0, f64::max);
                 if change <= SWEEP_TOL * scale {
                     let step = self.step;
