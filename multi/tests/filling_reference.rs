@@ -8,6 +8,21 @@ use fairshare_multi::lexmaxmin::{Baseline, Filling};
 use fairshare_multi::{Builder, Instance};
 use proptest::prelude::*;
 
+/// The instance of integer capacities `c`, demands `d`, eligibility `e`, weights `w`
+/// and task limits `t`, if valid.
+fn build(c: &[Vec<u32>], d: &[Vec<u32>], e: &[Vec<bool>], w: &[u32], t: &[Option<u32>]) -> Option<Instance> {
+    let real =
+        |m: &[Vec<u32>]| -> Vec<Vec<f64>> { m.iter().map(|r| r.iter().map(|&v| f64::from(v)).collect()).collect() };
+    let (c, d) = (real(c), real(d));
+    let cr: Vec<&[f64]> = c.iter().map(|r| r.as_slice()).collect();
+    let dr: Vec<&[f64]> = d.iter().map(|r| r.as_slice()).collect();
+    let er: Vec<&[bool]> = e.iter().map(|r| r.as_slice()).collect();
+    let w: Vec<f64> = w.iter().map(|&v| f64::from(v)).collect();
+    let mut inst = Builder::new(&cr, &dr).weights(&w).eligible(&er).build().ok()?;
+    inst.max_tasks = t.iter().map(|t| t.map(f64::from)).collect();
+    Some(inst)
+}
+
 /// Up to 6 users, 4 servers, 3 resources; integer data with zeros, random eligibility,
 /// weights 1..=3 and task limits 0..=6 on some users; invalid draws are skipped.
 fn instances() -> impl Strategy<Value = Instance> {
@@ -19,17 +34,7 @@ fn instances() -> impl Strategy<Value = Instance> {
             prop::collection::vec(1u32..=3, n),
             prop::collection::vec(prop::option::of(0u32..=6), n),
         )
-            .prop_filter_map("valid instance", |(c, d, e, w, t)| {
-                let c: Vec<Vec<f64>> = c.iter().map(|r| r.iter().map(|&v| f64::from(v)).collect()).collect();
-                let d: Vec<Vec<f64>> = d.iter().map(|r| r.iter().map(|&v| f64::from(v)).collect()).collect();
-                let cr: Vec<&[f64]> = c.iter().map(|r| r.as_slice()).collect();
-                let dr: Vec<&[f64]> = d.iter().map(|r| r.as_slice()).collect();
-                let er: Vec<&[bool]> = e.iter().map(|r| r.as_slice()).collect();
-                let w: Vec<f64> = w.iter().map(|&v| f64::from(v)).collect();
-                let mut inst = Builder::new(&cr, &dr).weights(&w).eligible(&er).build().ok()?;
-                inst.max_tasks = t.iter().map(|t| t.map(f64::from)).collect();
-                Some(inst)
-            })
+            .prop_filter_map("valid instance", |(c, d, e, w, t)| build(&c, &d, &e, &w, &t))
     })
 }
 
@@ -47,19 +52,11 @@ fn racked() -> impl Strategy<Value = Instance> {
             prop::collection::vec(prop::option::of(1u32..=8), n),
         )
             .prop_filter_map("valid instance", move |(c, d, e, w, t)| {
-                let c: Vec<Vec<f64>> = c.iter().map(|r| r.iter().map(|&v| f64::from(v)).collect()).collect();
-                let d: Vec<Vec<f64>> = d.iter().map(|r| r.iter().map(|&v| f64::from(v)).collect()).collect();
                 let e: Vec<Vec<bool>> = e
                     .iter()
                     .map(|racks_of| (0..k).map(|i| racks_of.as_ref().is_none_or(|on| on[i / 2])).collect())
                     .collect();
-                let cr: Vec<&[f64]> = c.iter().map(|r| r.as_slice()).collect();
-                let dr: Vec<&[f64]> = d.iter().map(|r| r.as_slice()).collect();
-                let er: Vec<&[bool]> = e.iter().map(|r| r.as_slice()).collect();
-                let w: Vec<f64> = w.iter().map(|&v| f64::from(v)).collect();
-                let mut inst = Builder::new(&cr, &dr).weights(&w).eligible(&er).build().ok()?;
-                inst.max_tasks = t.iter().map(|t| t.map(f64::from)).collect();
-                Some(inst)
+                build(&c, &d, &e, &w, &t)
             })
     })
 }
