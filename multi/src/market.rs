@@ -44,9 +44,26 @@ pub fn equilibrium(budget: &[f64], stalls: &[Stall<'_>]) -> Option<Vec<Vec<f64>>
     // server's must buy there, so that edge joins the forest ahead of the support's (and
     // the smallest support edge on the cycle it closes leaves), and the forest is solved
     // again; a few such rounds, as the simplex method's pivots.
+    // The support's edges (tasks, user, server, gamma), largest first: sorted once for
+    // every round.
+    let mut total = vec![0.0; budget.len()];
+    for stall in stalls {
+        for (&n, &x) in stall.users.iter().zip(stall.x) {
+            total[n] += x;
+        }
+    }
+    let mut support: Vec<(f64, usize, usize, f64)> = Vec::new();
+    for (i, stall) in stalls.iter().enumerate() {
+        for ((&n, &g), &x) in stall.users.iter().zip(stall.gamma).zip(stall.x) {
+            if budget[n] > 0.0 && x > TOL * total[n] {
+                support.push((x, n, i, g));
+            }
+        }
+    }
+    support.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut forced: Vec<(usize, usize)> = Vec::new();
     for _ in 0..PIVOTS {
-        match attempt(budget, stalls, &forced) {
+        match attempt(budget, stalls, &support, &forced) {
             Ok(x) => return Some(x),
             Err(Some(edge)) if !forced.contains(&edge) => forced.push(edge),
             Err(_) => return None,
@@ -59,35 +76,24 @@ pub fn equilibrium(budget: &[f64], stalls: &[Stall<'_>]) -> Option<Vec<Vec<f64>>
 const PIVOTS: usize = 16;
 
 /// One round of [`equilibrium`] with the edges `forced` (server, position in its stall)
-/// in the forest first: the allocation, or the edge that should join (if a level came
-/// out below a server's), or `None` (the budgets cannot be spent).
+/// in the forest first, then those of `support`: the allocation, or the edge that
+/// should join (if a level came out below a server's), or `None` (the budgets cannot be
+/// spent).
 fn attempt(
     budget: &[f64],
     stalls: &[Stall<'_>],
+    support: &[(f64, usize, usize, f64)],
     forced: &[(usize, usize)],
 ) -> Result<Vec<Vec<f64>>, Option<(usize, usize)>> {
     let n_users = budget.len();
     let n_servers = stalls.len();
     // Nodes: users 0..n_users, then servers.
     let node = |i: usize| n_users + i;
-    let mut total = vec![0.0; n_users];
-    for stall in stalls {
-        for (&n, &x) in stall.users.iter().zip(stall.x) {
-            total[n] += x;
-        }
-    }
-    // The support's edges, largest first, into a spanning forest (Kruskal).
-    let mut edges: Vec<(f64, usize, usize, f64)> = Vec::new();
-    for (i, stall) in stalls.iter().enumerate() {
-        for (k, ((&n, &g), &x)) in stall.users.iter().zip(stall.gamma).zip(stall.x).enumerate() {
-            if forced.contains(&(i, k)) {
-                edges.push((f64::INFINITY, n, i, g));
-            } else if budget[n] > 0.0 && x > TOL * total[n] {
-                edges.push((x, n, i, g));
-            }
-        }
-    }
-    edges.sort_by(|a, b| b.0.total_cmp(&a.0));
+    // The forced edges, then the support's largest first, into a spanning forest (Kruskal).
+    let edges = forced
+        .iter()
+        .map(|&(i, k)| (f64::INFINITY, stalls[i].users[k], i, stalls[i].gamma[k]))
+        .chain(support.iter().copied());
     let mut parent: Vec<usize> = (0..n_users + n_servers).collect();
     fn root(parent: &mut [usize], mut v: usize) -> usize {
         while parent[v] != v {
@@ -97,7 +103,7 @@ fn attempt(
         v
     }
     let mut adjacent: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n_users + n_servers];
-    for &(_, n, i, g) in &edges {
+    for (_, n, i, g) in edges {
         let (a, b) = (root(&mut parent, n), root(&mut parent, node(i)));
         if a != b {
             parent[a] = b;
