@@ -7,9 +7,10 @@
 //! - [`drf`]: Dominant Resource Fairness on one pooled server (progressive filling), the
 //!   baseline the others are compared with.
 //! - [`lexmaxmin`]: weighted lexicographic max-min under per-server capacities and
-//!   placement constraints, behind C-DRFH, TSF and CDRF: a few linear programs per
-//!   distinct level (users stopped by task limits or stuck are frozen together), with
-//!   the older one-program-per-user procedure kept as the tests' reference.
+//!   placement constraints, behind C-DRFH, TSF and CDRF: one linear program per
+//!   distinct level, solved by column generation (users stopped by task limits or held
+//!   by their duals are frozen together), with the older one-program-per-user procedure
+//!   kept as the tests' reference.
 //! - [`drfh`]: DRFH on heterogeneous servers: the exact LP, weighted and with finite
 //!   tasks, and the task-level First-Fit and Best-Fit heuristics.
 //! - [`ddrf`]: dynamic DRF: users arrive one by one, allocations are irrevocable; the
