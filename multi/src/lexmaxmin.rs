@@ -19,11 +19,23 @@ use super::{Allocation, Instance, MultiError};
 /// more than 1e-3 from DRF's closed form from 6% to under 3%, with no more solver errors.
 const FLOOR_SLACK: f64 = 1e-12;
 
+/// Placements per user that [`Filling::solve`]'s programs start from; the others join
+/// as the duals ask for them (column generation).
+const INITIAL_COLUMNS: usize = 2;
+
+/// A rising user whose share of the dual of `t` (its level row's dual times its scale;
+/// the shares of the rising users sum to 1) is at least this is stuck
+/// ([`Filling::solve`]). The duals are accurate to about the solver's tolerance (1e-12 on
+/// the rescaled program), far below it.
+const STUCK_SHARE: f64 = 1e-7;
+
 /// The placement variables of a filling: `var[n][i]` is the index of `x[n][i]` for the
 /// allowed pairs, `count` of them; further variables (a level `t`) come after.
 struct Vars {
     var: Vec<Vec<Option<usize>>>,
     count: usize,
+    /// The user of each placement variable, then one group past the users for `t`.
+    user: Vec<usize>,
 }
 
 impl Vars {
@@ -41,13 +53,38 @@ impl Vars {
                     })
                     .collect()
             })
-            .collect();
-        Vars { var, count }
+            .collect::<Vec<Vec<Option<usize>>>>();
+        let mut user = vec![allowed.len(); count + 1];
+        for (n, row) in var.iter().enumerate() {
+            for &v in row.iter().flatten() {
+                user[v] = n;
+            }
+        }
+        Vars { var, count, user }
     }
 
     /// User `n`'s task total `sum_i x[n][i]` as terms.
     fn total(&self, n: usize) -> Vec<(usize, f64)> {
         self.var[n].iter().flatten().map(|&v| (v, 1.0)).collect()
+    }
+
+    /// The variables a column-generation sequence starts from ([`Program::solve_columns`]):
+    /// [`INITIAL_COLUMNS`] placements of each user on servers spread evenly over its
+    /// eligible ones (from an offset that differs between users, so that the users start
+    /// spread over the servers), and every further variable (`extra` of them).
+    fn initial_columns(&self, extra: usize) -> Vec<bool> {
+        let mut active = vec![false; self.count + extra];
+        active[self.count..].iter_mut().for_each(|a| *a = true);
+        for (n, row) in self.var.iter().enumerate() {
+            let own: Vec<usize> = row.iter().flatten().copied().collect();
+            let k = own.len();
+            for c in 0..INITIAL_COLUMNS.min(k) {
+                // A fixed multiplicative hash of the user spreads the offsets.
+                let offset = n.wrapping_mul(2_654_435_761) % k.max(1);
+                active[own[(offset + c * k / INITIAL_COLUMNS) % k]] = true;
+            }
+        }
+        active
     }
 
     /// User `n`'s task total in the solution `x`.
@@ -89,22 +126,33 @@ impl<'a> Filling<'a> {
     /// Each round is one program for the highest common level `t` of the users still
     /// rising, in which their task limits do not count: every user whose limit is below
     /// that `t` stops at its limit, all of them at once, and the round is solved again.
-    /// When no limit is below `t`, the users that cannot rise above `t` are found
-    /// together by one program that maximizes the rise of all of them (again while any
-    /// user rises above `t` there), and frozen at `t`. [`Filling::solve_reference`], the
-    /// procedure this replaces, froze one limit per round and asked one program per user
-    /// and round: at 1,000 users that is about a million programs; this is a few per
-    /// distinct level (issue 17).
+    /// When no limit is below `t`, every user whose level row has a clearly positive dual
+    /// in the program cannot rise above `t` (complementary slackness), and all of them
+    /// are frozen at `t` together; at least one is, since the duals of the rising users'
+    /// rows sum to 1. The programs are solved by column generation
+    /// ([`Program::solve_columns`]): each user starts with two of its servers, and a
+    /// server joins when the duals price it below what the user's level is worth, so
+    /// that the programs hold a few placements per user instead of every allowed one.
+    ///
+    /// Issue 17: [`Filling::solve_reference`] froze one limit per round and asked one
+    /// program per user and round (about a million programs at 1,000 users); the version
+    /// before this one asked one program per distinct level for the users that could
+    /// still rise, each over all placements (46,000 variables at 1,000 users on 100
+    /// servers, 1.5 to 3 s each in the interior-point method). This is one program per
+    /// distinct level, of a few thousand variables.
     pub fn solve(&self) -> Result<Allocation, MultiError> {
         let n_users = self.demand.len();
         let vars = Vars::new(&self.allowed);
         let mut level = self.initial_level(&vars);
+        // The variables the programs use (column generation), shared along the sequence:
+        // the placements, then `t`.
+        let mut columns = vars.initial_columns(1);
         // The level at which a user's task limit stops it.
         let limit_level = |n: usize| self.cap[n].map_or(f64::INFINITY, |c| c / self.scale[n]);
         let mut last: Option<Vec<f64>> = None;
         while level.iter().any(Option::is_none) {
             // The highest common level of the unfrozen users, their limits aside.
-            let (t_star, x) = self.common_level(&vars, &level, &|n| level[n].is_some())?;
+            let (t_star, x, share) = self.common_level(&vars, &level, &|n| level[n].is_some(), Some(&mut columns))?;
             // Every user whose limit is at or below it stops there, all at once.
             let limited: Vec<usize> =
                 (0..n_users).filter(|&n| level[n].is_none() && limit_level(n) <= t_star * (1.0 + 1e-7)).collect();
@@ -116,54 +164,17 @@ impl<'a> Filling<'a> {
                 continue;
             }
             last = Some(x[..vars.count].to_vec());
-            // Who cannot rise above t_star? One program maximizes the candidates' levels
-            // summed (everyone held at its level or t_star); a user above the threshold
-            // in it can rise, and the others are asked again without it, until a program
-            // lets nobody rise: then, if the sum rose by under 1e-7 of a level, nobody
-            // can (each alone rises at most by the sum's gain), else one program per
-            // user decides, as the reference does. (A variable per user for its rise
-            // would be pinned near 0 for the stuck ones, which the solver's scaling
-            // turns into an unbounded direction.)
-            // A level's tasks, the unit of each candidate's rise (tasks at level 0).
-            let unit = |n: usize| self.scale[n] * if t_star > 0.0 { t_star } else { 1.0 };
-            let mut candidates: Vec<usize> = (0..n_users).filter(|&n| level[n].is_none()).collect();
-            let stuck = loop {
-                let mut p = self.base(&vars, 0, &|_| true);
-                for m in 0..n_users {
-                    let l = level[m].unwrap_or(t_star);
-                    p.ge(vars.total(m), self.floor(m, l));
+            // Who cannot rise above t_star: the users whose level row has a clearly
+            // positive dual. Such a row is tight at every optimum of the program (complementary
+            // slackness), so the user cannot exceed t_star while the others keep theirs;
+            // and the duals of the users still rising sum to 1 (the dual row of `t`), so
+            // at least one is frozen per round. A user that is stuck but whose dual here
+            // is 0 is frozen in the next round, which then finds the same level again.
+            let top = share.iter().cloned().fold(0.0, f64::max);
+            for n in 0..n_users {
+                if level[n].is_none() && (share[n] >= STUCK_SHARE || share[n] >= top) {
+                    level[n] = Some(t_star);
                 }
-                for &n in &candidates {
-                    for (v, _) in vars.total(n) {
-                        p.maximize(v, 1.0 / unit(n));
-                    }
-                }
-                let y = p.solve()?;
-                let value = |n: usize| vars.value(n, &y);
-                let (rise, stay): (Vec<usize>, Vec<usize>) =
-                    candidates.iter().partition(|&&n| self.exceeds(n, value(n), t_star));
-                if stay.is_empty() {
-                    break Vec::new();
-                }
-                if rise.is_empty() {
-                    let gain: f64 = stay.iter().map(|&n| (value(n) - self.scale[n] * t_star) / unit(n)).sum();
-                    if gain <= 1e-7 {
-                        break stay;
-                    }
-                    break self.stuck_one_by_one(&vars, &stay, &level, t_star)?;
-                }
-                candidates = stay;
-            };
-            if stuck.is_empty() {
-                // Nobody is stuck (rounding): every unfrozen user stops here, as before.
-                for n in 0..n_users {
-                    if level[n].is_none() {
-                        level[n] = Some(t_star);
-                    }
-                }
-            }
-            for n in stuck {
-                level[n] = Some(t_star);
             }
         }
         let last = match last {
@@ -177,7 +188,7 @@ impl<'a> Filling<'a> {
                         p.maximize(v, 1.0 / self.scale[n]);
                     }
                 }
-                p.solve()?
+                p.solve_columns(&mut columns[..vars.count], &vars.user[..vars.count])?.0
             }
         };
         self.finish(&vars, &level, &last)
@@ -213,10 +224,12 @@ impl<'a> Filling<'a> {
         vars: &Vars,
         level: &[Option<f64>],
         limited: &dyn Fn(usize) -> bool,
-    ) -> Result<(f64, Vec<f64>), MultiError> {
+        columns: Option<&mut [bool]>,
+    ) -> Result<(f64, Vec<f64>, Vec<f64>), MultiError> {
         let t = vars.count;
         let mut p = self.base(vars, 1, limited);
         p.maximize(t, 1.0);
+        let first = p.n_rows();
         for (n, l) in level.iter().enumerate() {
             let mut terms = vars.total(n);
             match *l {
@@ -227,8 +240,14 @@ impl<'a> Filling<'a> {
                 }
             }
         }
-        let x = p.solve()?;
-        Ok((x[t], x))
+        let (x, y) = match columns {
+            Some(columns) => p.solve_columns(columns, &vars.user[..columns.len()])?,
+            None => p.solve_with_duals()?,
+        };
+        // The row of user n is `first + n`; only the rising users' rows hold `t`.
+        let share =
+            (0..level.len()).map(|n| if level[n].is_none() { y[first + n] * self.scale[n] } else { 0.0 }).collect();
+        Ok((x[t], x, share))
     }
 
     /// The floor that keeps user `n` at level `l` in a later program (less
@@ -310,7 +329,7 @@ impl<'a> Filling<'a> {
         let mut last = vec![0.0; vars.count];
         while level.iter().any(Option::is_none) {
             // The highest common level of the unfrozen users, every task limit in it.
-            let (t_star, x) = self.common_level(&vars, &level, &|_| true)?;
+            let (t_star, x, _) = self.common_level(&vars, &level, &|_| true, None)?;
             last = x[..vars.count].to_vec();
             // Which unfrozen users cannot exceed it alone? If none (rounding), all stop.
             let unfrozen: Vec<usize> = (0..level.len()).filter(|&n| level[n].is_none()).collect();

@@ -7,9 +7,10 @@
 //! - [`drf`]: Dominant Resource Fairness on one pooled server (progressive filling), the
 //!   baseline the others are compared with.
 //! - [`lexmaxmin`]: weighted lexicographic max-min under per-server capacities and
-//!   placement constraints, behind C-DRFH, TSF and CDRF: a few linear programs per
-//!   distinct level (users stopped by task limits or stuck are frozen together), with
-//!   the older one-program-per-user procedure kept as the tests' reference.
+//!   placement constraints, behind C-DRFH, TSF and CDRF: one linear program per
+//!   distinct level, solved by column generation (users stopped by task limits or held
+//!   by their duals are frozen together), with the older one-program-per-user procedure
+//!   kept as the tests' reference.
 //! - [`drfh`]: DRFH on heterogeneous servers: the exact LP, weighted and with finite
 //!   tasks, and the task-level First-Fit and Best-Fit heuristics.
 //! - [`ddrf`]: dynamic DRF: users arrive one by one, allocations are irrevocable; the
@@ -18,7 +19,8 @@
 //! - [`bbf`]: bottleneck-based fairness ("no justified complaints"): the paper's ODE
 //!   method, the equivalent convex program, and the exact method for two users.
 //! - [`psdsf`]: PS-DSF in its RDM and TDM forms, with placement constraints and weights,
-//!   by the per-server water-filling procedure, also as the distributed per-server form.
+//!   by the per-server water-filling procedure, also as the distributed per-server form;
+//!   [`market`] finishes the TDM sweeps with the exact equilibrium of their support.
 //!
 //! Allocations are divisible (real task counts) unless a function says otherwise. All
 //! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and
@@ -56,6 +58,7 @@ pub mod drf;
 pub mod drfh;
 pub mod instance;
 pub mod lexmaxmin;
+pub mod market;
 pub mod policy;
 pub mod psdsf;
 pub mod solver;

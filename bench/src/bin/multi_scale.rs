@@ -11,8 +11,9 @@
 //! per-arrival steps. Each point runs in a child process (this binary with `--point`),
 //! so that its peak resident memory (`VmHWM`) is its own; a point that runs longer than
 //! the cap (default 60 s) is stopped and the larger ones of that policy are skipped.
-//! The time is the policy's alone (the instance is generated before the clock starts);
-//! the memory includes the instance. The exponent is the least-squares slope of
+//! The time is the policy's alone (the instance is generated before the clock starts),
+//! as wall clock and, at 1,000 users, as the point's own CPU time (the machine is shared:
+//! other load inflates the wall clock more); the memory includes the instance. The exponent is the least-squares slope of
 //! `log t` against `log n` over the points measured. Writes `bench/MULTI_SCALE.md` and
 //! prints it.
 
@@ -40,20 +41,37 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// The child: one policy at one size; prints `seconds rss_mb`.
+/// CPU time of this process so far in seconds (user and system, from `/proc/self/stat`
+/// in ticks of 1/100 s, Linux's `USER_HZ`), 0 where unknown.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |k: usize| fields.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The machine's 1-minute load average, NaN where unknown.
+fn load_average() -> f64 {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+}
+
+/// The child: one policy at one size; prints `seconds cpu_seconds rss_mb`.
 fn point(policy: &str, users: usize) -> Result<(), String> {
     let policy: MultiPolicy = policy.parse()?;
     let inst = cluster(users, SERVERS, RESOURCES, SEED);
-    let clock = Instant::now();
+    let (clock, cpu) = (Instant::now(), cpu_seconds());
     run_with(policy, &inst, Options { steps: false }).map_err(|e| e.to_string())?;
     let seconds = clock.elapsed().as_secs_f64();
-    println!("{seconds} {}", peak_rss_mb());
+    println!("{seconds} {} {}", cpu_seconds() - cpu, peak_rss_mb());
     Ok(())
 }
 
 /// What one point measured.
 enum Outcome {
-    Done { seconds: f64, rss_mb: f64 },
+    Done { seconds: f64, cpu: f64, rss_mb: f64 },
     OverCap,
     Failed(String),
 }
@@ -86,7 +104,7 @@ fn measure(policy: &str, users: usize, cap: Duration) -> Outcome {
                 }
                 let fields: Vec<f64> = out.split_whitespace().filter_map(|v| v.parse().ok()).collect();
                 return match fields[..] {
-                    [seconds, rss_mb] => Outcome::Done { seconds, rss_mb },
+                    [seconds, cpu, rss_mb] => Outcome::Done { seconds, cpu, rss_mb },
                     _ => Outcome::Failed(format!("unreadable child output {out:?}")),
                 };
             }
@@ -155,21 +173,25 @@ fn main() -> ExitCode {
     md.push_str("# Multi-resource policies at cluster scale\n\n");
     md.push_str(&format!(
         "Written by `cargo run --release -p fairshare-bench --bin multi_scale` (issue 17). One run on a \
-         2-core machine; the numbers are that run's, not averages. Instances: \
+         2-core machine shared with other developers (1-minute load average {:.1} at the start; the CPU \
+         column is the point's own CPU time, which other load inflates less than the wall clock); the \
+         numbers are that run's, not averages. Instances: \
          `fairshare_bench::multi_instance::cluster(n, {SERVERS}, {RESOURCES}, seed {SEED})`: {SERVERS} \
          heterogeneous servers in racks of 10, {RESOURCES} resources, weights 1/2/4, task limits on about half \
          the users, placement constraints (1-3 racks) on about two thirds. Time: the policy alone, wall clock; \
          RSS: the peak resident memory of the process running the point (instance included). A point over \
          {} s is stopped and the larger sizes of that policy are not run. Exponent: least-squares slope of \
          log t against log n over the measured points.\n\n",
+        load_average(),
         cap.as_secs()
     ));
-    md.push_str("| policy | n = 100 | n = 300 | n = 1,000 | n = 3,000 | exponent | RSS at 1,000 |\n");
-    md.push_str("|---|---|---|---|---|---|---|\n");
+    md.push_str("| policy | n = 100 | n = 300 | n = 1,000 | n = 3,000 | exponent | CPU at 1,000 | RSS at 1,000 |\n");
+    md.push_str("|---|---|---|---|---|---|---|---|\n");
     for policy in POLICIES {
         let mut cells = Vec::new();
         let mut points = Vec::new();
         let mut rss_1000 = None;
+        let mut cpu_1000 = None;
         let mut stopped = false;
         for n in SIZES {
             if stopped {
@@ -178,10 +200,11 @@ fn main() -> ExitCode {
             }
             eprintln!("{policy} at {n} users...");
             let outcome = measure(policy, n, cap);
-            if let Outcome::Done { seconds, rss_mb } = outcome {
+            if let Outcome::Done { seconds, cpu, rss_mb } = outcome {
                 points.push((n, seconds));
                 if n == 1_000 {
                     rss_1000 = Some(rss_mb);
+                    cpu_1000 = Some(cpu);
                 }
             } else {
                 stopped = true;
@@ -190,13 +213,14 @@ fn main() -> ExitCode {
         }
         let slope = exponent(&points).map_or("-".to_string(), |e| format!("{e:.2}"));
         let rss = rss_1000.map_or("-".to_string(), |r| format!("{r:.0} MB"));
-        md.push_str(&format!("| {policy} | {} | {slope} | {rss} |\n", cells.join(" | ")));
+        let cpu = cpu_1000.map_or("-".to_string(), |c| format!("{c:.2} s"));
+        md.push_str(&format!("| {policy} | {} | {slope} | {cpu} | {rss} |\n", cells.join(" | ")));
     }
     eprintln!("ddrf at {DDRF_USERS} users...");
     let ddrf = measure("ddrf", DDRF_USERS, cap);
     let ddrf_line = match &ddrf {
-        Outcome::Done { seconds, rss_mb } => {
-            format!("{seconds:.3} s, peak RSS {rss_mb:.0} MB (without the per-arrival steps)")
+        Outcome::Done { seconds, cpu, rss_mb } => {
+            format!("{seconds:.3} s ({cpu:.2} s of CPU), peak RSS {rss_mb:.0} MB (without the per-arrival steps)")
         }
         other => cell(other, cap),
     };

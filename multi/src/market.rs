@@ -1,0 +1,299 @@
+//! The exact PS-DSF TDM allocation from a guess of who runs where (issue 17).
+//!
+//! TDM PS-DSF is the equilibrium of a linear Fisher market (spec A.3.4): users are
+//! buyers with budgets `phi_n`, servers are goods (one unit of time each) with prices
+//! `p_i = 1 / S_i`, where `S_i` is the server's level, and user `n` values a unit of
+//! server `i`'s time at `gamma[n][i]` tasks. At the equilibrium every user with time on
+//! server `i` has level `L[n][i] = x_n / (phi_n gamma[n][i]) = S_i`, no user has a level
+//! below `S_i` anywhere (Theorem 2), and each server's time is all sold.
+//!
+//! The server sweeps ([`Servers`](crate::psdsf::Servers)) approach that point only
+//! linearly, and on the 1,000-user bench instance so slowly (plateaus of thousands of
+//! sweeps while the splits drift) that they did not settle in 20,000 sweeps. But once
+//! the sweeps have found which users run on which servers, the equilibrium follows in
+//! closed form: along a spanning forest of that support, each edge fixes the ratio of
+//! its server's level to its user's total (`x_n = phi_n gamma[n][i] S_i`), each
+//! component's money balances (`sum phi_n = sum 1 / S_i`), and a maximum flow
+//! distributes the budgets over the edges that are at the level. [`equilibrium`] does
+//! that and checks Theorem 2 on the result; a wrong guess returns `None`, and the sweeps
+//! go on.
+
+/// Relative tolerance of the equilibrium's checks: a level within it of the server's is
+/// at the level, and the flow must carry every budget to within it.
+const TOL: f64 = 1e-9;
+
+/// One server's part of a market: its eligible users, their `gamma` on it, and their
+/// current tasks on it (the guess).
+#[derive(Debug, Clone, Copy)]
+pub struct Stall<'s> {
+    /// The users that may buy here (indices into the budgets).
+    pub users: &'s [usize],
+    /// `gamma[n][i]` of each: tasks per unit of time.
+    pub gamma: &'s [f64],
+    /// Current tasks of each on this server.
+    pub x: &'s [f64],
+}
+
+/// The equilibrium whose support is (a spanning forest of) the positive entries of the
+/// stalls' `x`, if it is one: tasks per stall, in the stalls' user order. `budget[n]` is
+/// `phi_n`, 0 for an inactive user (which must hold nothing). `None` when the guess is
+/// not the support of an equilibrium (a level below a server's, or budgets that cannot
+/// all be spent at the levels the forest gives).
+pub fn equilibrium(budget: &[f64], stalls: &[Stall<'_>]) -> Option<Vec<Vec<f64>>> {
+    // The support may lack edges: a user whose level at some server comes out below the
+    // server's must buy there, so that edge joins the forest ahead of the support's (and
+    // the smallest support edge on the cycle it closes leaves), and the forest is solved
+    // again; a few such rounds, as the simplex method's pivots.
+    // The support's edges (tasks, user, server, gamma), largest first: sorted once for
+    // every round.
+    let mut total = vec![0.0; budget.len()];
+    for stall in stalls {
+        for (&n, &x) in stall.users.iter().zip(stall.x) {
+            total[n] += x;
+        }
+    }
+    let mut support: Vec<(f64, usize, usize, f64)> = Vec::new();
+    for (i, stall) in stalls.iter().enumerate() {
+        for ((&n, &g), &x) in stall.users.iter().zip(stall.gamma).zip(stall.x) {
+            if budget[n] > 0.0 && x > TOL * total[n] {
+                support.push((x, n, i, g));
+            }
+        }
+    }
+    support.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut forced: Vec<(usize, usize)> = Vec::new();
+    for _ in 0..PIVOTS {
+        match attempt(budget, stalls, &support, &forced) {
+            Ok(x) => return Some(x),
+            Err(Some(edge)) if !forced.contains(&edge) => forced.push(edge),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Rounds of [`equilibrium`]'s pivots before it gives up.
+const PIVOTS: usize = 16;
+
+/// One round of [`equilibrium`] with the edges `forced` (server, position in its stall)
+/// in the forest first, then those of `support`: the allocation, or the edge that
+/// should join (if a level came out below a server's), or `None` (the budgets cannot be
+/// spent).
+fn attempt(
+    budget: &[f64],
+    stalls: &[Stall<'_>],
+    support: &[(f64, usize, usize, f64)],
+    forced: &[(usize, usize)],
+) -> Result<Vec<Vec<f64>>, Option<(usize, usize)>> {
+    let n_users = budget.len();
+    let n_servers = stalls.len();
+    // Nodes: users 0..n_users, then servers.
+    let node = |i: usize| n_users + i;
+    // The forced edges, then the support's largest first, into a spanning forest (Kruskal).
+    let edges = forced
+        .iter()
+        .map(|&(i, k)| (f64::INFINITY, stalls[i].users[k], i, stalls[i].gamma[k]))
+        .chain(support.iter().copied());
+    let mut parent: Vec<usize> = (0..n_users + n_servers).collect();
+    fn root(parent: &mut [usize], mut v: usize) -> usize {
+        while parent[v] != v {
+            parent[v] = parent[parent[v]];
+            v = parent[v];
+        }
+        v
+    }
+    let mut adjacent: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n_users + n_servers];
+    for (_, n, i, g) in edges {
+        let (a, b) = (root(&mut parent, n), root(&mut parent, node(i)));
+        if a != b {
+            parent[a] = b;
+            adjacent[n].push((node(i), g));
+            adjacent[node(i)].push((n, g));
+        }
+    }
+    // Levels relative to each tree's first server: `sigma` of servers (levels), `u` of
+    // users (`x_n / phi_n`), then each tree scaled so that its money balances.
+    let mut rel = vec![f64::NAN; n_users + n_servers];
+    let mut level = vec![f64::NAN; n_servers];
+    let mut per_unit = vec![f64::NAN; n_users];
+    for start in 0..n_servers {
+        if !rel[node(start)].is_nan() || stalls[start].users.iter().all(|&n| budget[n] == 0.0) {
+            continue;
+        }
+        rel[node(start)] = 1.0;
+        let mut tree = vec![node(start)];
+        let mut k = 0;
+        while k < tree.len() {
+            let v = tree[k];
+            k += 1;
+            for &(w, g) in &adjacent[v] {
+                if rel[w].is_nan() {
+                    // user = gamma * server level; server level = user / gamma.
+                    rel[w] = if v >= n_users { g * rel[v] } else { rel[v] / g };
+                    tree.push(w);
+                }
+            }
+        }
+        let money: f64 = tree.iter().filter(|&&v| v < n_users).map(|&v| budget[v]).sum();
+        let prices: f64 = tree.iter().filter(|&&v| v >= n_users).map(|&v| 1.0 / rel[v]).sum();
+        if money <= 0.0 {
+            return Err(None);
+        }
+        let scale = prices / money;
+        for &v in &tree {
+            if v < n_users {
+                per_unit[v] = rel[v] * scale;
+            } else {
+                level[v - n_users] = rel[v] * scale;
+            }
+        }
+    }
+    // Every active user is in a tree; no user's level is below a server's, and the
+    // edges at the level may carry money.
+    if (0..n_users).any(|n| budget[n] > 0.0 && per_unit[n].is_nan()) {
+        return Err(None);
+    }
+    let mut flow = Flow::new(n_users + n_servers + 2);
+    let (source, sink) = (n_users + n_servers, n_users + n_servers + 1);
+    let mut at_level = Vec::new();
+    // The edge whose user's level is furthest below its server's.
+    let mut worst: Option<(f64, (usize, usize))> = None;
+    for (i, stall) in stalls.iter().enumerate() {
+        if level[i].is_nan() {
+            continue;
+        }
+        flow.edge(node(i), sink, 1.0 / level[i]);
+        for (k, (&n, &g)) in stall.users.iter().zip(stall.gamma).enumerate() {
+            if budget[n] == 0.0 {
+                continue;
+            }
+            // L[n][i] / S_i = u_n / (gamma S_i).
+            let ratio = per_unit[n] / (g * level[i]);
+            if ratio < 1.0 - TOL && worst.is_none_or(|(r, _)| ratio < r) {
+                worst = Some((ratio, (i, k)));
+            }
+            if ratio <= 1.0 + TOL {
+                at_level.push((i, k, flow.edge(n, node(i), f64::INFINITY)));
+            }
+        }
+    }
+    if let Some((_, edge)) = worst {
+        return Err(Some(edge));
+    }
+    for n in (0..n_users).filter(|&n| budget[n] > 0.0) {
+        flow.edge(source, n, budget[n]);
+    }
+    let money: f64 = budget.iter().sum();
+    if flow.max_flow(source, sink) < money * (1.0 - TOL) {
+        return Err(None);
+    }
+    // Money b on an edge buys b / p_i = b S_i of the server's time: gamma b S_i tasks.
+    let mut x: Vec<Vec<f64>> = stalls.iter().map(|s| vec![0.0; s.users.len()]).collect();
+    for (i, k, e) in at_level {
+        x[i][k] = stalls[i].gamma[k] * flow.carried(e) * level[i];
+    }
+    Ok(x)
+}
+
+/// A maximum flow by Dinic's method on `f64` capacities (amounts below [`TOL`] of the
+/// largest capacity count as none).
+struct Flow {
+    /// Per edge: head, capacity left; edge `e ^ 1` is its reverse.
+    head: Vec<usize>,
+    left: Vec<f64>,
+    /// Capacity as added (infinite for the user-server edges).
+    given: Vec<f64>,
+    out: Vec<Vec<usize>>,
+}
+
+impl Flow {
+    fn new(nodes: usize) -> Self {
+        Flow { head: Vec::new(), left: Vec::new(), given: Vec::new(), out: vec![Vec::new(); nodes] }
+    }
+
+    /// Adds an edge; returns its index.
+    fn edge(&mut self, from: usize, to: usize, capacity: f64) -> usize {
+        let e = self.head.len();
+        self.head.extend([to, from]);
+        self.left.extend([capacity, 0.0]);
+        self.given.extend([capacity, 0.0]);
+        self.out[from].push(e);
+        self.out[to].push(e + 1);
+        e
+    }
+
+    /// What edge `e` carries.
+    fn carried(&self, e: usize) -> f64 {
+        self.left[e ^ 1]
+    }
+
+    fn max_flow(&mut self, source: usize, sink: usize) -> f64 {
+        let largest = self.given.iter().filter(|c| c.is_finite()).fold(0.0, |a: f64, &c| a.max(c));
+        let eps = TOL * largest;
+        let mut total = 0.0;
+        loop {
+            // Levels by breadth-first search over edges with capacity left.
+            let mut depth = vec![usize::MAX; self.out.len()];
+            depth[source] = 0;
+            let mut queue = vec![source];
+            let mut k = 0;
+            while k < queue.len() {
+                let v = queue[k];
+                k += 1;
+                for &e in &self.out[v] {
+                    let w = self.head[e];
+                    if self.left[e] > eps && depth[w] == usize::MAX {
+                        depth[w] = depth[v] + 1;
+                        queue.push(w);
+                    }
+                }
+            }
+            if depth[sink] == usize::MAX {
+                return total;
+            }
+            let mut next = vec![0; self.out.len()];
+            loop {
+                let pushed = self.push(source, sink, f64::INFINITY, &depth, &mut next, eps);
+                if pushed <= eps {
+                    break;
+                }
+                total += pushed;
+            }
+        }
+    }
+
+    /// One augmenting path along increasing depth (iterative, with the current-edge
+    /// pointers `next`); returns the amount pushed.
+    fn push(&mut self, source: usize, sink: usize, limit: f64, depth: &[usize], next: &mut [usize], eps: f64) -> f64 {
+        let mut path: Vec<usize> = Vec::new();
+        let mut v = source;
+        loop {
+            if v == sink {
+                let amount = path.iter().fold(limit, |a, &e| a.min(self.left[e]));
+                for &e in &path {
+                    self.left[e] -= amount;
+                    self.left[e ^ 1] += amount;
+                }
+                return amount;
+            }
+            let mut advanced = false;
+            while next[v] < self.out[v].len() {
+                let e = self.out[v][next[v]];
+                let w = self.head[e];
+                if self.left[e] > eps && depth[w] == depth[v] + 1 {
+                    path.push(e);
+                    v = w;
+                    advanced = true;
+                    break;
+                }
+                next[v] += 1;
+            }
+            if !advanced {
+                // Dead end: retreat, and skip the edge that led here.
+                let Some(e) = path.pop() else { return 0.0 };
+                v = self.head[e ^ 1];
+                next[v] += 1;
+            }
+        }
+    }
+}
