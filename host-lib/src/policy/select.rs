@@ -68,11 +68,75 @@ fn feed<E: Elements + ?Sized>(first: bool, elements: &E, scratch: &[(u64, i64)],
     }
 }
 
+/// The integer type of a selection's sums: `i64` when every sum provably fits (the
+/// elements' count times their range below 2^62), else `i128`. The histogram, its scan
+/// and the last level's sum all run in it.
+pub(crate) trait Sum:
+    Copy
+    + Default
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::AddAssign
+{
+    /// The element `z` or sign `s` (exact: only called where the bound holds).
+    fn of_u64(z: u64) -> Self;
+    /// A sign or count.
+    fn of_i64(s: i64) -> Self;
+    /// The target `b`, saturated (it is at most `f(0)`, which fits).
+    fn of_i128(b: i128) -> Self;
+    /// Widened back for the caller.
+    fn wide(self) -> i128;
+    /// This type's histogram in the selector: per bin the signed count and the signed sum.
+    fn bins(sel: &mut Selector) -> &mut Vec<[Self; 2]>;
+}
+
+impl Sum for i64 {
+    #[inline(always)]
+    fn of_u64(z: u64) -> i64 {
+        z as i64
+    }
+    #[inline(always)]
+    fn of_i64(s: i64) -> i64 {
+        s
+    }
+    fn of_i128(b: i128) -> i64 {
+        b.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    }
+    fn wide(self) -> i128 {
+        self as i128
+    }
+    fn bins(sel: &mut Selector) -> &mut Vec<[i64; 2]> {
+        &mut sel.bins
+    }
+}
+
+impl Sum for i128 {
+    #[inline(always)]
+    fn of_u64(z: u64) -> i128 {
+        z as i128
+    }
+    #[inline(always)]
+    fn of_i64(s: i64) -> i128 {
+        s as i128
+    }
+    fn of_i128(b: i128) -> i128 {
+        b
+    }
+    fn wide(self) -> i128 {
+        self
+    }
+    fn bins(sel: &mut Selector) -> &mut Vec<[i128; 2]> {
+        &mut sel.wide_bins
+    }
+}
+
 /// Histogram and scratch buffers of the selection, kept between quanta.
 #[derive(Clone, Debug, Default)]
 pub struct Selector {
-    count: Vec<i64>,
-    sum: Vec<i128>,
+    bins: Vec<[i64; 2]>,
+    wide_bins: Vec<[i128; 2]>,
     scratch: Vec<(u64, i64)>,
     next: Vec<(u64, i64)>,
 }
@@ -82,17 +146,33 @@ impl Selector {
     /// `f(t + 1)`, given `f(0) >= b`, that `f` does not increase, and that every element
     /// lies in `[0, top + 1]`.
     pub(crate) fn largest_at_least<E: Elements + ?Sized>(&mut self, elements: &E, top: u64, b: i128) -> (u64, i128) {
-        let bin_bits = (usize::BITS - elements.count().max(1).leading_zeros()).clamp(MIN_BIN_BITS, MAX_BIN_BITS);
-        if self.count.len() < MAX_BINS + 1 {
-            self.count.resize(MAX_BINS + 1, 0);
-            self.sum.resize(MAX_BINS + 1, 0);
+        // |f| and every partial sum are at most count * (top + 1).
+        if (elements.count() as u128) * (top as u128 + 1) < 1 << 62 {
+            self.largest_at_least_in::<i64, E>(elements, top, b)
+        } else {
+            self.largest_at_least_in::<i128, E>(elements, top, b)
         }
+    }
+
+    /// [`Selector::largest_at_least`] with sums of type `A` (which must hold them).
+    pub(crate) fn largest_at_least_in<A: Sum, E: Elements + ?Sized>(
+        &mut self,
+        elements: &E,
+        top: u64,
+        b: i128,
+    ) -> (u64, i128) {
+        let bin_bits = (usize::BITS - elements.count().max(1).leading_zeros()).clamp(MIN_BIN_BITS, MAX_BIN_BITS);
+        let mut hist = std::mem::take(A::bins(self));
+        if hist.len() < MAX_BINS + 1 {
+            hist.resize(MAX_BINS + 1, [A::default(); 2]);
+        }
+        let b = A::of_i128(b);
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut next = std::mem::take(&mut self.next);
         // The answer lies in [lo, hi]; the input's elements lie in [lo, hi + 1]; those
         // above hi + 1 are summed in (above_count, above_sum); those below lo never count.
         let (mut lo, mut hi) = (0u64, top);
-        let (mut above_count, mut above_sum) = (0i64, 0i128);
+        let (mut above_count, mut above_sum) = (A::default(), A::default());
         let mut first = true;
         let answer = loop {
             // Bin k of width W = 2^shift holds z in [lo + k W, lo + (k + 1) W - 1]; at
@@ -100,40 +180,37 @@ impl Selector {
             let reach = hi - lo + 1; // the largest z - lo
             let shift = (u64::BITS - reach.leading_zeros()).saturating_sub(bin_bits);
             let bins = (reach >> shift) as usize + 1;
-            let count = &mut self.count[..bins];
-            count.fill(0);
+            let hist = &mut hist[..bins];
+            hist.fill([A::default(); 2]);
             if shift == 0 {
                 // Width 1: bin k holds only z = lo + k, so counts alone give f.
-                feed(first, elements, &scratch, |z, s| count[(z - lo) as usize] += s);
+                feed(first, elements, &scratch, |z, s| hist[(z - lo) as usize][0] += A::of_i64(s));
                 let (mut k_count, mut k_sum) = (above_count, above_sum);
                 let mut k = bins - 1;
                 break loop {
                     let (after_count, after_sum) = (k_count, k_sum);
-                    k_count += self.count[k];
-                    k_sum += self.count[k] as i128 * (lo + k as u64) as i128;
+                    k_count += hist[k][0];
+                    k_sum += hist[k][0] * A::of_u64(lo + k as u64);
                     // f at t_k = lo + k - 1 (bin 0 is never needed: f(lo) >= b).
-                    let t = (lo + k as u64 - 1) as i128;
-                    if k == 1 || k_sum - t * k_count as i128 >= b {
-                        break (t as u64, after_sum - (t + 1) * after_count as i128);
+                    let t = lo + k as u64 - 1;
+                    if k == 1 || k_sum - A::of_u64(t) * k_count >= b {
+                        break (t, (after_sum - A::of_u64(t + 1) * after_count).wide());
                     }
                     k -= 1;
                 };
             } else {
-                let sum = &mut self.sum[..bins];
-                sum.fill(0);
-                let mut add = |z: u64, s: i64| {
-                    let k = ((z - lo) >> shift) as usize;
-                    count[k] += s;
-                    sum[k] += s as i128 * z as i128;
-                };
-                feed(first, elements, &scratch, &mut add);
+                feed(first, elements, &scratch, |z, s| {
+                    let bin = &mut hist[((z - lo) >> shift) as usize];
+                    bin[0] += A::of_i64(s);
+                    bin[1] += A::of_i64(s) * A::of_u64(z);
+                });
                 let (mut k_count, mut k_sum) = (above_count, above_sum);
                 let mut k = bins - 1;
                 while k >= 1 {
-                    k_count += self.count[k];
-                    k_sum += self.sum[k];
-                    let t = (lo + ((k as u64) << shift) - 1) as i128;
-                    if k_sum - t * k_count as i128 >= b {
+                    k_count += hist[k][0];
+                    k_sum += hist[k][1];
+                    let t = lo + ((k as u64) << shift) - 1;
+                    if k_sum - A::of_u64(t) * k_count >= b {
                         break;
                     }
                     k -= 1;
@@ -142,13 +219,13 @@ impl Selector {
                 // (k = 0), and no more than hi; bin k's elements are the next input.
                 let width = 1u64 << shift;
                 if k == 0 {
-                    k_count += self.count[0];
-                    k_sum += self.sum[0];
+                    k_count += hist[0][0];
+                    k_sum += hist[0][1];
                 }
                 let new_lo = if k == 0 { lo } else { lo + ((k as u64) << shift) - 1 };
                 let new_hi = if k == 0 { lo + width - 2 } else { new_lo.saturating_add(width - 1) }.min(hi);
-                above_count = k_count - self.count[k];
-                above_sum = k_sum - self.sum[k];
+                above_count = k_count - hist[k][0];
+                above_sum = k_sum - hist[k][1];
                 next.clear();
                 let (old_lo, kk) = (lo, k);
                 let mut gather = |z: u64, s: i64| {
@@ -162,17 +239,18 @@ impl Selector {
                 (lo, hi) = (new_lo, new_hi);
                 if lo == hi {
                     // One value left: f(lo + 1) from the elements above and bin k's.
-                    let t1 = lo as i128 + 1;
-                    let mut f1 = above_sum - t1 * above_count as i128;
+                    let t1 = lo + 1;
+                    let mut f1 = above_sum - A::of_u64(t1) * above_count;
                     for &(z, s) in &scratch {
-                        if z as i128 > t1 {
-                            f1 += s as i128 * (z as i128 - t1);
+                        if z > t1 {
+                            f1 += A::of_i64(s) * A::of_u64(z - t1);
                         }
                     }
-                    break (lo, f1);
+                    break (lo, f1.wide());
                 }
             }
         };
+        *A::bins(self) = hist;
         self.scratch = scratch;
         self.next = next;
         answer
@@ -194,8 +272,14 @@ mod tests {
     }
 
     /// The selection, checked to report f(t + 1) right.
+    /// Also checked: the `i128` sums give the same answer as the `i64` ones wherever
+    /// those may be used.
     fn select(sel: &mut Selector, e: &[(u64, i64)], top: u64, b: i128) -> u64 {
         let (t, next) = sel.largest_at_least(e, top, b);
+        assert_eq!((t, next), sel.largest_at_least_in::<i128, _>(e, top, b), "i128 sums");
+        if (e.len() as u128) * (top as u128 + 1) < 1 << 62 {
+            assert_eq!((t, next), sel.largest_at_least_in::<i64, _>(e, top, b), "i64 sums");
+        }
         if t < u64::MAX {
             assert_eq!(next, f(e, t + 1), "f({} + 1)", t);
         }
@@ -254,6 +338,18 @@ mod tests {
             if hi - lo < 5_000 {
                 assert_eq!(t, scan(&e, lo, hi, b), "case {case}");
             }
+        }
+    }
+
+    #[test]
+    fn sums_at_the_i64_bound() {
+        let mut sel = Selector::default();
+        // One interval [0, top], count * (top + 1) just below 2^62: the i64 sums reach
+        // 2^61 and the products t * count as much.
+        let top = (1u64 << 61) - 2;
+        let e = intervals(&[(0, top)]);
+        for b in [1, 2, 1 << 40, top as i128 - 1, top as i128, top as i128 + 1] {
+            assert_eq!(select(&mut sel, &e, top, b), top + 1 - b as u64, "b = {b}");
         }
     }
 
