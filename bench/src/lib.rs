@@ -7,8 +7,8 @@
 //! `multi_scale` binary (`cargo run --release -p fairshare-bench --bin multi_scale`),
 //! which times the multi-resource policies from 100 to 10,000 users and writes
 //! `bench/MULTI_SCALE.md`. The library part only holds the helpers the benches share
-//! ([`multi_instance`] for `multi_scale`), so that every bench measures the same
-//! realistic instances.
+//! ([`multi_instance`] for `multi_scale`, [`placed`] for the report's measured clocks),
+//! so that every bench measures the same realistic instances.
 
 pub mod multi_instance;
 
@@ -17,6 +17,7 @@ use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
 use fairshare_sim::workload;
 
 pub mod offload;
+pub mod placed;
 pub mod software;
 
 /// Initial credits of every user in [`karma_instance`]: large enough that nobody runs

@@ -21,6 +21,7 @@ use fairshare::policy::karma;
 use fairshare::{Implementation, Policy};
 use fairshare_bench::karma_instance;
 use fairshare_bench::offload::{self, OffloadReport, OffloadRun, Spread};
+use fairshare_bench::placed::{self, Placed};
 use fairshare_bench::software::{self as sw_bench, BenchWorkload};
 use fairshare_report::chart::{Chart, LineChart, Marks, Scale, Series};
 
@@ -35,7 +36,9 @@ const SOFTWARE_N: [usize; 10] = [10, 64, 100, 256, 1_000, 1_024, 4_096, 10_000, 
 const LITERAL_N: [usize; 3] = [10, 100, 1_000];
 /// Engine shapes.
 const ENGINE_N: [usize; 4] = [64, 256, 1_024, 4_096];
-const ENGINE_P: [usize; 3] = [1, 4, 16];
+const ENGINE_P: [usize; 4] = [1, 4, 8, 16];
+/// The speed grade whose placed clocks the report uses (6, the slowest ECP5 grade).
+const PLACED_SPEED: u32 = 6;
 /// Quanta simulated per engine shape.
 const ENGINE_QUANTA: usize = 6;
 
@@ -307,7 +310,7 @@ fn plot(dir: &Path, sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> Res
     Ok(())
 }
 
-fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], emu: &[(usize, f64)]) -> String {
+fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], placed: &[Placed], emu: &[(usize, f64)]) -> String {
     let mut md = String::new();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -370,20 +373,26 @@ fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], emu: &[(usize, f
     }
     let _ = writeln!(
         md,
-        "\n## Engine, cycles per quantum (RustHDL simulation) and time (projections)\n\n{ENGINE_QUANTA} Karma quanta \
-         per shape, every one checked against the software. Time = median cycles / clock, at the {PNR_MHZ} MHz that \
+        "\n## Engine, cycles per quantum (RustHDL simulation) and time\n\n{ENGINE_QUANTA} Karma quanta \
+         per shape, every one checked against the software. Time = median cycles / clock. **Measured clock**: for \
+         the shapes placed and routed on an ECP5-85F (speed grade {PLACED_SPEED}, `hdl/SYNTHESIS.md`, best seed \
+         listed there), the simulated cycles over nextpnr's post-route Fmax (measured clock x simulated cycles), \
+         out of context (no I/O, no PCIe), nothing ran on an FPGA. **Projections**: at the {PNR_MHZ} MHz that \
          place-and-route measured for the 1-lane, 64-user engine on an iCE40 HX8K, and at a stated target of \
-         {TARGET_MHZ} MHz. **Both are projections**: only the 1-lane, 64-user engine was placed and routed, no engine \
-         ran on an FPGA, and the 16-lane engines do not fit an iCE40.\n"
+         {TARGET_MHZ} MHz, for every shape.\n"
     );
     let _ = writeln!(
         md,
-        "| N users | P lanes | cycles min / median / max | at {PNR_MHZ} MHz (projection) | at {TARGET_MHZ} MHz (projection) |\n|---:|---:|---:|---:|---:|"
+        "| N users | P lanes | cycles min / median / max | at the measured ECP5 clock | at {PNR_MHZ} MHz (projection) | at {TARGET_MHZ} MHz (projection) |\n|---:|---:|---:|---:|---:|---:|"
     );
     for e in hw {
+        let measured = match placed::engine_clock(placed, e.n, e.p, PLACED_SPEED) {
+            Some(c) => format!("{} ({:.2} MHz, seed {})", show(f64::from(e.median) / c.mhz * 1e3), c.mhz, c.seed),
+            None => "not placed".to_string(),
+        };
         let _ = writeln!(
             md,
-            "| {} | {} | {} / {} / {} | {} | {} |",
+            "| {} | {} | {} / {} / {} | {measured} | {} | {} |",
             e.n,
             e.p,
             e.min,
@@ -448,8 +457,9 @@ fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], emu: &[(usize, f
            round trip is the driver protocol over shared memory with the software model computing: it shows the \
            protocol's cost, not PCIe and not the engine.\n\
          - The cycle counts are exact for the simulated design (its Verilog is checked against the same software \
-           under Verilator); the clocks are not: {PNR_MHZ} MHz is one placed-and-routed 1-lane shape on a small, \
-           slow part, and {TARGET_MHZ} MHz is an assumption for a mid-range part. Nothing ran on an FPGA.\n\
+           under Verilator). The ECP5 clocks are measured by place and route (out of context, so without the \
+           I/O and the PCIe shell) for the shapes placed; {PNR_MHZ} MHz is one placed-and-routed 1-lane shape on \
+           a small, slow part, and {TARGET_MHZ} MHz is an assumption for a mid-range part. Nothing ran on an FPGA.\n\
          - The engine's other gains are not measured here: a host core freed, and a time that does not depend on \
            the host's load or caches.\n\
          - Machines are noisy (2 shared cores): compare the columns of one run, not runs."
@@ -469,11 +479,14 @@ fn run() -> Result<(), String> {
     let sw = software();
     let ba = before_after()?;
     let hw = engines()?;
+    let synthesis = out.join("../hdl/SYNTHESIS.md");
+    let placed =
+        placed::ecp5_rows(&std::fs::read_to_string(&synthesis).map_err(|e| format!("{}: {e}", synthesis.display()))?);
     let off = offloads()?;
     let emu = round_trips(&off);
     plot(out, &sw, &hw, &emu)?;
     plot_offload(out, &off)?;
-    let mut md = markdown(&sw, &ba, &hw, &emu);
+    let mut md = markdown(&sw, &ba, &hw, &placed, &emu);
     offload_markdown(&mut md, &off);
     let path = out.join("REPORT.md");
     let staged = out.join(".REPORT.md.tmp");
