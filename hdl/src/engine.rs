@@ -684,7 +684,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         if !self.idle.val() {
             self.cycle_count.d.next = self.cycle_count.q.val() + 1;
         }
-        if !(self.countdown.q.val() == 0) {
+        if self.countdown.q.val() != 0 {
             self.countdown.d.next = self.countdown.q.val() - 1;
         }
         self.supply_sum.next = self.total_b.q.val() + self.shared.q.val();
