@@ -40,7 +40,7 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
     /// A device at power-up. `stall_seed` 0: no stalls; otherwise every valid and
     /// ready the testbench drives drops with probability 1/4 per cycle (xorshift64).
     pub fn new(stall_seed: u64) -> Self {
-        let mut uut = Box::new(AxiTop::<P, A>::new());
+        let mut uut = crate::build::boxed(AxiTop::<P, A>::new);
         uut.connect_all();
         let mut sim = BusTestbench {
             uut,

@@ -1,6 +1,6 @@
-//! One lane of the engine's counting datapath: for the user streamed through it this
-//! cycle, how many of its keys lie below each probe, added to the running sums that
-//! come from the previous lane (a saturating chain across the lanes).
+//! One probe's counting datapath in a lane: for the user streamed through it, how many
+//! of its keys lie below the probe, in two registered stages (one carry chain each), so
+//! that the engine's clock is not bounded by it.
 
 use rust_hdl::prelude::*;
 
@@ -10,34 +10,44 @@ pub const PROBES: usize = 3;
 
 /// Keys of one user: `start, start + 1, ..., start + run - 1` (unit step). A probe at
 /// `t` counts the keys `< t`: `clamp(t - start, 0, run)`.
+///
+/// Stage 1 (`probe`, `start` in cycle `c`): `probe - start` and `probe < start`.
+/// Stage 2 (`run` in cycle `c + 1`): the clamp. `count` and `at` hold the result in
+/// cycle `c + 2`.
 #[derive(LogicBlock)]
 pub struct CountLane {
-    /// First key.
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Probe value (cycle `c`).
+    pub probe: Signal<In, Bits<32>>,
+    /// First key (cycle `c`).
     pub start: Signal<In, Bits<32>>,
-    /// Number of keys (0: the user is not in this search).
+    /// Number of keys, one cycle later than `start` (cycle `c + 1`).
     pub run: Signal<In, Bits<32>>,
-    /// Probe values.
-    pub probe: [Signal<In, Bits<32>>; PROBES],
-    /// Sums from the previous lane.
-    pub sum_in: [Signal<In, Bits<32>>; PROBES],
-    /// Sums including this lane (saturating at 2^32 - 1).
-    pub sum_out: [Signal<Out, Bits<32>>; PROBES],
-    /// This lane's own count per probe.
-    pub count: [Signal<Out, Bits<32>>; PROBES],
-    max: Constant<Bits<32>>,
+    /// Keys below the probe (cycle `c + 2`).
+    pub count: Signal<Out, Bits<32>>,
+    /// The probe is one of the keys (cycle `c + 2`).
+    pub at: Signal<Out, Bit>,
+    diff: DFF<Bits<32>>,
+    below: DFF<Bit>,
+    count_r: DFF<Bits<32>>,
+    at_r: DFF<Bit>,
 }
 
 impl CountLane {
-    /// A lane (all-ones constant for saturation).
+    /// A lane in its reset state.
     pub fn new() -> Self {
         CountLane {
+            clock: Default::default(),
+            probe: Default::default(),
             start: Default::default(),
             run: Default::default(),
-            probe: Default::default(),
-            sum_in: Default::default(),
-            sum_out: Default::default(),
             count: Default::default(),
-            max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
+            at: Default::default(),
+            diff: Default::default(),
+            below: Default::default(),
+            count_r: Default::default(),
+            at_r: Default::default(),
         }
     }
 }
@@ -51,20 +61,20 @@ impl Default for CountLane {
 impl Logic for CountLane {
     #[hdl_gen]
     fn update(&mut self) {
-        for j in 0..PROBES {
-            self.count[j].next = 0.into();
-            if self.probe[j].val() > self.start.val() {
-                if self.probe[j].val() - self.start.val() < self.run.val() {
-                    self.count[j].next = self.probe[j].val() - self.start.val();
-                } else {
-                    self.count[j].next = self.run.val();
-                }
-            }
-            if self.sum_in[j].val() > self.max.val() - self.count[j].val() {
-                self.sum_out[j].next = self.max.val();
+        dff_setup!(self, clock, diff, below, count_r, at_r);
+        self.diff.d.next = self.probe.val() - self.start.val();
+        self.below.d.next = self.probe.val() < self.start.val();
+        self.count_r.d.next = 0.into();
+        self.at_r.d.next = false;
+        if !self.below.q.val() {
+            if self.diff.q.val() < self.run.val() {
+                self.count_r.d.next = self.diff.q.val();
+                self.at_r.d.next = true;
             } else {
-                self.sum_out[j].next = self.sum_in[j].val() + self.count[j].val();
+                self.count_r.d.next = self.run.val();
             }
         }
+        self.count.next = self.count_r.q.val();
+        self.at.next = self.at_r.q.val();
     }
 }

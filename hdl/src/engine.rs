@@ -1,23 +1,34 @@
 //! The engine: `P` lanes over `P x 2^A` users, one quantum per `start`.
 //!
-//! Phases, one row of `P` users per step:
-//! 1. LOAD: takes a beat of `P` demands from the input stream (valid/ready), reads
-//!    the users' credits, stores each user's run of keys and sums the totals. Nothing
-//!    persistent is written, so a range error here leaves the credits untouched.
+//! Phases, one row of `P` users per cycle through the lanes' pipelines (see
+//! [`crate::lane`]), each stage at most one carry chain deep:
+//! 1. LOAD: takes a beat of `P` demands per cycle from the input stream (valid/ready),
+//!    reads the users' credits, stores each user's run of keys and adds up the totals
+//!    per lane; the lanes' totals are then reduced by a shift chain towards lane 0
+//!    (`P` cycles). Nothing persistent is written, so a range error here leaves the
+//!    credits untouched.
 //! 2. PLAN: supply, the borrowed total `B = min(supply, candidates)` and the used
-//!    donations `U = min(B, donated)` (Karma), or `min(C, total demand)` (max-min).
+//!    donations `U = min(B, donated)` (Karma), or `min(C, total demand)` (max-min), one
+//!    step per cycle. The pool size `n f` and the shared slices `n (f - g)` come from
+//!    two 16 x 16 bit multiplications per product, started with the quantum.
 //! 3. SEARCH: radix-4 passes, one row per cycle, both thresholds at once, until each
-//!    interval has shrunk to one key: at most 17 passes over a 32-bit key range.
+//!    interval has shrunk to one key: at most 17 passes over a 32-bit key range. Each
+//!    pass is followed by the reduction of the lanes' counts (`P` cycles), the
+//!    narrowing (2) and the next probes ([`crate::search::PROBE_LATENCY`]).
 //! 4. FINAL: per user the keys below the threshold, plus one more for the lowest
-//!    indices whose key equals it; allocations and credits go out on the result stream
-//!    (valid/ready) and the credits are written back.
+//!    indices whose key equals it (a prefix count across the lanes, see
+//!    [`crate::grant`]); allocations and credits are written into the banks.
+//! 5. Results out: one row every two cycles on the result stream (valid/ready), read
+//!    straight from the banks.
 //!
-//! Cycles per quantum: `2R + 1` (LOAD) `+ 2` (PLAN) `+ passes (R + 3)` `+ 2R + 2`
-//! (FINAL, when the result stream never stalls), where `R = ceil(n / P)` rows.
+//! Cycles per quantum, when the result stream never stalls, with `R = ceil(n / P)`
+//! rows and `k` search passes: [`cycles`].
 
 use crate::count_lane::PROBES;
-use crate::lane::EngineLane;
-use crate::search::SearchUnit;
+use crate::grant::{GrantCell, LEVELS};
+use crate::lane::{phase, EngineLane, FINAL_LATENCY, LOAD_LATENCY, SEARCH_LATENCY};
+use crate::reduce::{MaxAcc, SatAcc};
+use crate::search::{SearchUnit, PROBE_LATENCY};
 use rust_hdl::prelude::*;
 
 use fairshare_abi as abi;
@@ -25,33 +36,76 @@ use fairshare_abi as abi;
 /// the engine's tests check that the block reports exactly these.
 pub use fairshare_abi::status as error_code;
 
+/// Cycles of one quantum of `n` users on `p` lanes with `k` search passes, when the
+/// demand stream is never empty and the result stream never stalls (what the `cycles`
+/// output reports), with `R = ceil(n / p)`:
+/// - `1 + R + LOAD_LATENCY + p`: start, LOAD, its drain and the reduction;
+/// - `4`: PLAN;
+/// - `1 + PROBE_LATENCY`: the first interval, its probes and the check;
+/// - `k (R + SEARCH_LATENCY + p + 2 + PROBE_LATENCY)`: per pass the rows, the drain,
+///   the reduction, the narrowing, the next probes and the check;
+/// - `3 + R + FINAL_LATENCY`: FINAL;
+/// - `1 + 2R`: results out, a row every two cycles.
+///
+/// With the constants of this build: `4R + p + 34 + k (R + p + 11)`.
+pub fn cycles(n: usize, p: usize, k: usize) -> usize {
+    let r = n.div_ceil(p);
+    let load = 1 + r + LOAD_LATENCY + p;
+    let first = 4 + 1 + PROBE_LATENCY;
+    let passes = k * (r + SEARCH_LATENCY + p + 2 + PROBE_LATENCY);
+    let fin = 3 + r + FINAL_LATENCY;
+    load + first + passes + fin + 1 + 2 * r
+}
+
 /// FSM states.
 #[derive(Copy, Clone, PartialEq, Debug, LogicState)]
 pub enum Phase {
     /// Waiting for `start`; the credit port is live.
     Idle,
-    /// Waiting for a demand beat.
-    LoadWait,
-    /// Computing and storing a row's runs.
-    LoadCompute,
-    /// Supply and targets.
-    Plan,
+    /// Taking demand beats, one row per cycle.
+    LoadRun,
+    /// The last rows of LOAD in the lanes' pipelines.
+    LoadDrain,
+    /// LOAD's totals and key ranges shift out of the lanes.
+    LoadReduce,
+    /// Totals and the pool size check.
+    Plan1,
+    /// Supply.
+    Plan2,
+    /// Borrowed total.
+    Plan3,
+    /// Targets and errors.
+    Plan4,
     /// Search intervals.
-    Init,
-    /// Streaming rows through the counters.
-    SearchRun,
-    /// Counting the last row of a pass.
-    SearchDrain,
-    /// Narrowing the intervals.
-    SearchUpdate,
+    SearchInit,
+    /// The probes follow the intervals.
+    SearchWait,
     /// Another pass?
     SearchCheck,
-    /// Slices left at the thresholds.
+    /// Streaming rows through the counters.
+    SearchIssue,
+    /// The last rows of a pass in the pipelines.
+    SearchDrain,
+    /// The counts shift out of the lanes.
+    SearchReduce,
+    /// Counts against the targets.
+    SearchUpdate1,
+    /// Narrowing the intervals.
+    SearchUpdate2,
+    /// Slices left at the thresholds; probes become the thresholds.
     FinalStart,
+    /// The thresholds reach the lanes.
+    FinalWait,
+    /// Streaming rows through FINAL.
+    FinalIssue,
+    /// The last rows of FINAL in the pipelines.
+    FinalDrain,
+    /// Results out: from row 0.
+    EmitStart,
     /// Reading a row.
-    FinalRead,
+    EmitWait,
     /// Presenting a row's results.
-    FinalEmit,
+    EmitShow,
 }
 
 /// The engine block.
@@ -100,43 +154,94 @@ pub struct Engine<const P: usize, const A: usize> {
     /// Cycles from `start` to the end of the last quantum.
     pub cycles: Signal<Out, Bits<32>>,
     lanes: [EngineLane<A>; P],
+    cells: [GrantCell; P],
     state: DFF<Phase>,
     cfg_mode: DFF<Bits<2>>,
     cfg_n: DFF<Bits<32>>,
     cfg_fair: DFF<Bits<32>>,
     cfg_guaranteed: DFF<Bits<32>>,
+    free: DFF<Bits<32>>,
+    lane_phase: DFF<Bits<2>>,
+    final_mode: DFF<Bit>,
+    left: DFF<Bits<32>>,
+    last_beat: DFF<Bit>,
     row: DFF<Bits<A>>,
-    user_base: DFF<Bits<32>>,
+    last_row: DFF<Bits<A>>,
+    countdown: DFF<Bits<8>>,
+    cap_lo: DFF<Bits<32>>,
+    cap_hi: DFF<Bits<32>>,
+    shared_lo: DFF<Bits<32>>,
+    shared_hi: DFF<Bits<32>>,
+    capacity: DFF<Bits<32>>,
+    shared: DFF<Bits<32>>,
     total_a: DFF<Bits<32>>,
     total_b: DFF<Bits<32>>,
-    capacity: DFF<Bits<32>>,
-    first_a: DFF<Bits<32>>,
-    end_a: DFF<Bits<32>>,
-    first_b: DFF<Bits<32>>,
-    end_b: DFF<Bits<32>>,
-    shared: DFF<Bits<32>>,
+    supply: DFF<Bits<32>>,
+    borrow: DFF<Bits<32>>,
+    refused: DFF<Bit>,
+    sum_a: [SatAcc; PROBES],
+    sum_b: [SatAcc; PROBES],
+    nfirst_a: MaxAcc,
+    end_a: MaxAcc,
+    nfirst_b: MaxAcc,
+    end_b: MaxAcc,
     lane_errors: DFF<Bits<2>>,
-    acc_a: [DFF<Bits<32>>; PROBES],
-    acc_b: [DFF<Bits<32>>; PROBES],
+    reducing_d: DFF<Bit>,
+    load_reducing_d: DFF<Bit>,
+    probe_a: [DFF<Bits<32>>; PROBES],
+    probe_b: [DFF<Bits<32>>; PROBES],
+    final_valid: DFF<Bits<16>>,
     rest_a: DFF<Bits<32>>,
     rest_b: DFF<Bits<32>>,
-    pipe_valid: DFF<Bit>,
+    rest_a_big: DFF<Bit>,
+    rest_b_big: DFF<Bit>,
+    rest_a_low: DFF<Bits<6>>,
+    rest_b_low: DFF<Bits<6>>,
+    busy_r: DFF<Bit>,
     done_flag: DFF<Bit>,
     err_code: DFF<Bits<4>>,
     cycle_count: DFF<Bits<32>>,
     search_a: SearchUnit,
     search_b: SearchUnit,
-    supply: Signal<Local, Bits<32>>,
-    borrow: Signal<Local, Bits<32>>,
-    last_row: Signal<Local, Bit>,
-    capacity_refused: Signal<Local, Bit>,
+    idle: Signal<Local, Bit>,
+    step: Signal<Local, Bit>,
+    reducing: Signal<Local, Bit>,
+    clear: Signal<Local, Bit>,
+    n16: Signal<Local, Bits<16>>,
+    fair_lo: Signal<Local, Bits<16>>,
+    fair_hi: Signal<Local, Bits<16>>,
+    free_lo: Signal<Local, Bits<16>>,
+    free_hi: Signal<Local, Bits<16>>,
+    cap_sum: Signal<Local, Bits<32>>,
+    cap_carry: Signal<Local, Bit>,
+    shared_sum: Signal<Local, Bits<32>>,
+    shared_carry: Signal<Local, Bit>,
+    supply_sum: Signal<Local, Bits<32>>,
+    supply_carry: Signal<Local, Bit>,
+    row_pop_a: Signal<Local, Bits<6>>,
+    row_pop_b: Signal<Local, Bits<6>>,
+    pop_a: Signal<Local, Bits<32>>,
+    pop_b: Signal<Local, Bits<32>>,
+    /// The bit of `final_valid` of the row whose threshold users leave the prefix
+    /// network (see `crate::grant`).
+    rest_update: Constant<Bits<16>>,
     n_max: Constant<Bits<32>>,
     lane_count: Constant<Bits<32>>,
+    two_rows: Constant<Bits<32>>,
+    reduce_wait: Constant<Bits<8>>,
+    load_wait: Constant<Bits<8>>,
+    search_wait: Constant<Bits<8>>,
+    probe_wait: Constant<Bits<8>>,
+    final_wait: Constant<Bits<8>>,
     max: Constant<Bits<32>>,
     limit: Constant<Bits<32>>,
     mode_karma: Constant<Bits<2>>,
     mode_maxmin: Constant<Bits<2>>,
     mode_strict: Constant<Bits<2>>,
+    phase_load: Constant<Bits<2>>,
+    phase_search: Constant<Bits<2>>,
+    phase_final: Constant<Bits<2>>,
+    phase_emit: Constant<Bits<2>>,
     code_users: Constant<Bits<4>>,
     code_guaranteed: Constant<Bits<4>>,
     code_demand: Constant<Bits<4>>,
@@ -155,8 +260,12 @@ impl<const P: usize, const A: usize> Engine<P, A> {
     /// Most users: `P x 2^A`.
     pub const MAX_USERS: usize = P << A;
 
-    /// An engine in its reset state (all credits 0).
+    /// An engine in its reset state (all credits 0). `P` is 1 to 32 (the prefix
+    /// network of [`crate::grant`]) and `P x 2^A` below 2^16 (the multiplications of
+    /// PLAN take the user count as 16 bits).
     pub fn new() -> Self {
+        assert!((1..=1 << LEVELS).contains(&P), "an engine has 1 to 32 lanes, not {P}");
+        assert!(Self::MAX_USERS < 1 << 16, "an engine holds fewer than 65,536 users");
         Engine {
             clock: Default::default(),
             start: Default::default(),
@@ -180,43 +289,92 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             error: Default::default(),
             cycles: Default::default(),
             lanes: array_init::array_init(EngineLane::new),
+            cells: array_init::array_init(|_| Default::default()),
             state: Default::default(),
             cfg_mode: Default::default(),
             cfg_n: Default::default(),
             cfg_fair: Default::default(),
             cfg_guaranteed: Default::default(),
+            free: Default::default(),
+            lane_phase: Default::default(),
+            final_mode: Default::default(),
+            left: Default::default(),
+            last_beat: Default::default(),
             row: Default::default(),
-            user_base: Default::default(),
+            last_row: Default::default(),
+            countdown: Default::default(),
+            cap_lo: Default::default(),
+            cap_hi: Default::default(),
+            shared_lo: Default::default(),
+            shared_hi: Default::default(),
+            capacity: Default::default(),
+            shared: Default::default(),
             total_a: Default::default(),
             total_b: Default::default(),
-            capacity: Default::default(),
-            first_a: Default::default(),
+            supply: Default::default(),
+            borrow: Default::default(),
+            refused: Default::default(),
+            sum_a: array_init::array_init(|_| Default::default()),
+            sum_b: array_init::array_init(|_| Default::default()),
+            nfirst_a: Default::default(),
             end_a: Default::default(),
-            first_b: Default::default(),
+            nfirst_b: Default::default(),
             end_b: Default::default(),
-            shared: Default::default(),
             lane_errors: Default::default(),
-            acc_a: Default::default(),
-            acc_b: Default::default(),
+            reducing_d: Default::default(),
+            load_reducing_d: Default::default(),
+            probe_a: array_init::array_init(|_| Default::default()),
+            probe_b: array_init::array_init(|_| Default::default()),
+            final_valid: Default::default(),
             rest_a: Default::default(),
             rest_b: Default::default(),
-            pipe_valid: Default::default(),
+            rest_a_big: Default::default(),
+            rest_b_big: Default::default(),
+            rest_a_low: Default::default(),
+            rest_b_low: Default::default(),
+            busy_r: Default::default(),
             done_flag: Default::default(),
             err_code: Default::default(),
             cycle_count: Default::default(),
             search_a: Default::default(),
             search_b: Default::default(),
-            supply: Default::default(),
-            borrow: Default::default(),
-            last_row: Default::default(),
-            capacity_refused: Default::default(),
+            idle: Default::default(),
+            step: Default::default(),
+            reducing: Default::default(),
+            clear: Default::default(),
+            n16: Default::default(),
+            fair_lo: Default::default(),
+            fair_hi: Default::default(),
+            free_lo: Default::default(),
+            free_hi: Default::default(),
+            cap_sum: Default::default(),
+            cap_carry: Default::default(),
+            shared_sum: Default::default(),
+            shared_carry: Default::default(),
+            supply_sum: Default::default(),
+            supply_carry: Default::default(),
+            row_pop_a: Default::default(),
+            row_pop_b: Default::default(),
+            pop_a: Default::default(),
+            pop_b: Default::default(),
+            rest_update: Constant::new(Bits::<16>::from(1u64 << (crate::lane::AT_CYCLE + LEVELS))),
             n_max: Constant::new(Bits::<32>::from(Self::MAX_USERS as u64)),
             lane_count: Constant::new(Bits::<32>::from(P as u64)),
+            two_rows: Constant::new(Bits::<32>::from(2 * P as u64)),
+            reduce_wait: Constant::new(Bits::<8>::from(P as u64)),
+            load_wait: Constant::new(Bits::<8>::from(LOAD_LATENCY as u64 - 2)),
+            search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
+            probe_wait: Constant::new(Bits::<8>::from(PROBE_LATENCY as u64 - 2)),
+            final_wait: Constant::new(Bits::<8>::from(FINAL_LATENCY as u64 - 1)),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
             limit: Constant::new(Bits::<32>::from(abi::WORD_LIMIT)),
             mode_karma: Constant::new(Bits::<2>::from(abi::mode::KARMA as u64)),
             mode_maxmin: Constant::new(Bits::<2>::from(abi::mode::MAXMIN as u64)),
             mode_strict: Constant::new(Bits::<2>::from(abi::mode::STRICT as u64)),
+            phase_load: Constant::new(Bits::<2>::from(phase::LOAD)),
+            phase_search: Constant::new(Bits::<2>::from(phase::SEARCH)),
+            phase_final: Constant::new(Bits::<2>::from(phase::FINAL)),
+            phase_emit: Constant::new(Bits::<2>::from(phase::EMIT)),
             code_users: Constant::new(Bits::<4>::from(abi::status::USERS as u64)),
             code_guaranteed: Constant::new(Bits::<4>::from(abi::status::GUARANTEED as u64)),
             code_demand: Constant::new(Bits::<4>::from(abi::status::DEMAND as u64)),
@@ -238,30 +396,130 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             cfg_n,
             cfg_fair,
             cfg_guaranteed,
+            free,
+            lane_phase,
+            final_mode,
+            left,
+            last_beat,
             row,
-            user_base,
+            last_row,
+            countdown,
+            cap_lo,
+            cap_hi,
+            shared_lo,
+            shared_hi,
+            capacity,
+            shared,
             total_a,
             total_b,
-            capacity,
-            first_a,
-            end_a,
-            first_b,
-            end_b,
-            shared,
+            supply,
+            borrow,
+            refused,
             lane_errors,
+            reducing_d,
+            load_reducing_d,
+            final_valid,
             rest_a,
             rest_b,
-            pipe_valid,
+            rest_a_big,
+            rest_b_big,
+            rest_a_low,
+            rest_b_low,
+            busy_r,
             done_flag,
             err_code,
             cycle_count
         );
         for j in 0..PROBES {
-            self.acc_a[j].clock.next = self.clock.val();
-            self.acc_b[j].clock.next = self.clock.val();
-            self.acc_a[j].d.next = self.acc_a[j].q.val();
-            self.acc_b[j].d.next = self.acc_b[j].q.val();
+            self.probe_a[j].clock.next = self.clock.val();
+            self.probe_b[j].clock.next = self.clock.val();
+            self.sum_a[j].clock.next = self.clock.val();
+            self.sum_b[j].clock.next = self.clock.val();
         }
+        self.nfirst_a.clock.next = self.clock.val();
+        self.end_a.clock.next = self.clock.val();
+        self.nfirst_b.clock.next = self.clock.val();
+        self.end_b.clock.next = self.clock.val();
+
+        // Decoded controls.
+        // `busy` is a register of its own, set and cleared with the state's moves out of
+        // and into Idle: an output with no path from `start` (a shell may decide
+        // `start` from `busy`).
+        self.idle.next = !self.busy_r.q.val();
+        self.step.next = ((self.state.q.val() == Phase::LoadRun) & self.in_valid.val())
+            | (self.state.q.val() == Phase::SearchIssue)
+            | (self.state.q.val() == Phase::FinalIssue);
+        self.reducing.next = (self.state.q.val() == Phase::LoadReduce) | (self.state.q.val() == Phase::SearchReduce);
+        self.clear.next = (self.idle.val() & self.start.val()) | (self.state.q.val() == Phase::SearchCheck);
+
+        // The pool size `n f` and the shared slices `n (f - g)`, saturated at 2^32 - 1:
+        // `n < 2^16` and `f < 2^31` (both checked at start), two 16 x 16 bit products
+        // per value, then one addition.
+        self.free.d.next = self.cfg_fair.q.val() - self.cfg_guaranteed.q.val();
+        self.n16.next = self.cfg_n.q.val().get_bits::<16>(0);
+        self.fair_lo.next = self.cfg_fair.q.val().get_bits::<16>(0);
+        self.fair_hi.next = self.cfg_fair.q.val().get_bits::<16>(16);
+        self.free_lo.next = self.free.q.val().get_bits::<16>(0);
+        self.free_hi.next = self.free.q.val().get_bits::<16>(16);
+        self.cap_lo.d.next = self.n16.val() * self.fair_lo.val();
+        self.cap_hi.d.next = self.n16.val() * self.fair_hi.val();
+        self.shared_lo.d.next = self.n16.val() * self.free_lo.val();
+        self.shared_hi.d.next = self.n16.val() * self.free_hi.val();
+        self.cap_sum.next = (self.cap_hi.q.val() << 16) + self.cap_lo.q.val();
+        self.cap_carry.next = (self.cap_hi.q.val().get_bit(15) & self.cap_lo.q.val().get_bit(31))
+            | ((self.cap_hi.q.val().get_bit(15) | self.cap_lo.q.val().get_bit(31)) & !self.cap_sum.val().get_bit(31));
+        self.capacity.d.next = self.cap_sum.val();
+        if self.cap_carry.val() | ((self.cap_hi.q.val() >> 16) != 0) {
+            self.capacity.d.next = self.max.val();
+        }
+        self.shared_sum.next = (self.shared_hi.q.val() << 16) + self.shared_lo.q.val();
+        self.shared_carry.next = (self.shared_hi.q.val().get_bit(15) & self.shared_lo.q.val().get_bit(31))
+            | ((self.shared_hi.q.val().get_bit(15) | self.shared_lo.q.val().get_bit(31))
+                & !self.shared_sum.val().get_bit(31));
+        self.shared.d.next = self.shared_sum.val();
+        if self.shared_carry.val() | ((self.shared_hi.q.val() >> 16) != 0) {
+            self.shared.d.next = self.max.val();
+        }
+
+        // The engine's accumulators: what leaves lane 0 during a reduction.
+        self.sum_a[0].x.next = self.lanes[0].sum_a_out0.val();
+        self.sum_a[1].x.next = self.lanes[0].sum_a_out1.val();
+        self.sum_a[2].x.next = self.lanes[0].sum_a_out2.val();
+        self.sum_b[0].x.next = self.lanes[0].sum_b_out0.val();
+        self.sum_b[1].x.next = self.lanes[0].sum_b_out1.val();
+        self.sum_b[2].x.next = self.lanes[0].sum_b_out2.val();
+        // The lanes shift one cycle after `reducing` (they register it): so does the
+        // engine.
+        self.reducing_d.d.next = self.reducing.val();
+        self.load_reducing_d.d.next = self.state.q.val() == Phase::LoadReduce;
+        for j in 0..PROBES {
+            self.sum_a[j].add.next = self.reducing_d.q.val();
+            self.sum_b[j].add.next = self.reducing_d.q.val();
+            self.sum_a[j].shift.next = self.clear.val();
+            self.sum_b[j].shift.next = self.clear.val();
+            self.sum_a[j].shift_in.next = 0.into();
+            self.sum_b[j].shift_in.next = 0.into();
+        }
+        self.nfirst_a.x.next = self.lanes[0].nfirst_a_out.val();
+        self.end_a.x.next = self.lanes[0].end_a_out.val();
+        self.nfirst_b.x.next = self.lanes[0].nfirst_b_out.val();
+        self.end_b.x.next = self.lanes[0].end_b_out.val();
+        self.nfirst_a.take.next = self.load_reducing_d.q.val();
+        self.end_a.take.next = self.load_reducing_d.q.val();
+        self.nfirst_b.take.next = self.load_reducing_d.q.val();
+        self.end_b.take.next = self.load_reducing_d.q.val();
+        self.nfirst_a.shift.next = self.idle.val() & self.start.val();
+        self.end_a.shift.next = self.idle.val() & self.start.val();
+        self.nfirst_b.shift.next = self.idle.val() & self.start.val();
+        self.end_b.shift.next = self.idle.val() & self.start.val();
+        self.nfirst_a.shift_in.next = 0.into();
+        self.end_a.shift_in.next = 0.into();
+        self.nfirst_b.shift_in.next = 0.into();
+        self.end_b.shift_in.next = 0.into();
+        if self.load_reducing_d.q.val() {
+            self.lane_errors.d.next = self.lane_errors.q.val() | self.lanes[0].err_out.val();
+        }
+
         // The two threshold searches: pulses from the FSM, counts from the accumulators.
         self.search_a.clock.next = self.clock.val();
         self.search_b.clock.next = self.clock.val();
@@ -269,133 +527,173 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.search_b.load_target.next = false;
         self.search_a.init.next = false;
         self.search_b.init.next = false;
-        self.search_a.update.next = false;
-        self.search_b.update.next = false;
+        self.search_a.update1.next = false;
+        self.search_b.update1.next = false;
+        self.search_a.update2.next = false;
+        self.search_b.update2.next = false;
         self.search_a.check.next = false;
         self.search_b.check.next = false;
         self.search_a.target.next = 0.into();
         self.search_b.target.next = 0.into();
         self.search_a.total.next = self.total_a.q.val();
-        self.search_a.first.next = self.first_a.q.val();
-        self.search_a.beyond.next = self.end_a.q.val();
-        self.search_b.first.next = self.first_b.q.val();
-        self.search_b.beyond.next = self.end_b.q.val();
         self.search_b.total.next = self.total_b.q.val();
+        self.search_a.first.next = !self.nfirst_a.q.val();
+        self.search_a.beyond.next = self.end_a.q.val();
+        self.search_b.first.next = !self.nfirst_b.q.val();
+        self.search_b.beyond.next = self.end_b.q.val();
         for j in 0..PROBES {
-            self.search_a.count[j].next = self.acc_a[j].q.val();
-            self.search_b.count[j].next = self.acc_b[j].q.val();
-        }
-        self.last_row.next = self.user_base.q.val() + self.lane_count.val() >= self.cfg_n.q.val();
-        // The pool size must fit the data path (strict partitioning never adds it up).
-        self.capacity_refused.next =
-            (self.cfg_mode.q.val() != self.mode_strict.val()) & (self.capacity.q.val() >= self.limit.val());
-
-        // Lanes: shared controls, then the chains from lane to lane.
-        for i in 0..P {
-            self.lanes[i].clock.next = self.clock.val();
-            self.lanes[i].mode.next = self.cfg_mode.q.val();
-            self.lanes[i].rd_addr.next = self.row.q.val();
-            self.lanes[i].wr_addr.next = self.row.q.val();
-            self.lanes[i].write_state.next = false;
-            self.lanes[i].write_credit.next = false;
-            self.lanes[i].use_host_credit.next = false;
-            self.lanes[i].host_credit.next = self.credit_wdata[i].val();
-            self.lanes[i].latch_demand.next = false;
-            self.lanes[i].demand_in.next = self.in_data[i].val();
-            self.lanes[i].user_base.next = self.user_base.q.val();
-            self.lanes[i].n_users.next = self.cfg_n.q.val();
-            self.lanes[i].fair.next = self.cfg_fair.q.val();
-            self.lanes[i].guaranteed.next = self.cfg_guaranteed.q.val();
-            self.lanes[i].free.next = self.cfg_fair.q.val() - self.cfg_guaranteed.q.val();
-            self.lanes[i].probe_a0.next = self.search_a.probe[0].val();
-            self.lanes[i].probe_b0.next = self.search_b.probe[0].val();
-            self.lanes[i].probe_a1.next = self.search_a.probe[1].val();
-            self.lanes[i].probe_b1.next = self.search_b.probe[1].val();
-            self.lanes[i].probe_a2.next = self.search_a.probe[2].val();
-            self.lanes[i].probe_b2.next = self.search_b.probe[2].val();
-            self.out_alloc[i].next = self.lanes[i].alloc.val();
-            self.out_credit[i].next = self.lanes[i].credit.val();
-            self.credit_rdata[i].next = self.lanes[i].credit_now.val();
-        }
-        self.lanes[0].count_a_in0.next = self.acc_a[0].q.val();
-        self.lanes[0].count_b_in0.next = self.acc_b[0].q.val();
-        self.lanes[0].count_a_in1.next = self.acc_a[1].q.val();
-        self.lanes[0].count_b_in1.next = self.acc_b[1].q.val();
-        self.lanes[0].count_a_in2.next = self.acc_a[2].q.val();
-        self.lanes[0].count_b_in2.next = self.acc_b[2].q.val();
-        self.lanes[0].rest_a_in.next = self.rest_a.q.val();
-        self.lanes[0].rest_b_in.next = self.rest_b.q.val();
-        self.lanes[0].total_a_in.next = self.total_a.q.val();
-        self.lanes[0].total_b_in.next = self.total_b.q.val();
-        self.lanes[0].capacity_in.next = self.capacity.q.val();
-        self.lanes[0].first_a_in.next = self.first_a.q.val();
-        self.lanes[0].end_a_in.next = self.end_a.q.val();
-        self.lanes[0].first_b_in.next = self.first_b.q.val();
-        self.lanes[0].end_b_in.next = self.end_b.q.val();
-        self.lanes[0].shared_in.next = self.shared.q.val();
-        self.lanes[0].error_in.next = self.lane_errors.q.val();
-        for i in 1..P {
-            self.lanes[i].count_a_in0.next = self.lanes[i - 1].count_a_out0.val();
-            self.lanes[i].count_b_in0.next = self.lanes[i - 1].count_b_out0.val();
-            self.lanes[i].count_a_in1.next = self.lanes[i - 1].count_a_out1.val();
-            self.lanes[i].count_b_in1.next = self.lanes[i - 1].count_b_out1.val();
-            self.lanes[i].count_a_in2.next = self.lanes[i - 1].count_a_out2.val();
-            self.lanes[i].count_b_in2.next = self.lanes[i - 1].count_b_out2.val();
-            self.lanes[i].rest_a_in.next = self.lanes[i - 1].rest_a_out.val();
-            self.lanes[i].rest_b_in.next = self.lanes[i - 1].rest_b_out.val();
-            self.lanes[i].total_a_in.next = self.lanes[i - 1].total_a_out.val();
-            self.lanes[i].total_b_in.next = self.lanes[i - 1].total_b_out.val();
-            self.lanes[i].capacity_in.next = self.lanes[i - 1].capacity_out.val();
-            self.lanes[i].first_a_in.next = self.lanes[i - 1].first_a_out.val();
-            self.lanes[i].end_a_in.next = self.lanes[i - 1].end_a_out.val();
-            self.lanes[i].first_b_in.next = self.lanes[i - 1].first_b_out.val();
-            self.lanes[i].end_b_in.next = self.lanes[i - 1].end_b_out.val();
-            self.lanes[i].shared_in.next = self.lanes[i - 1].shared_out.val();
-            self.lanes[i].error_in.next = self.lanes[i - 1].error_out.val();
-        }
-
-        // Outputs by default.
-        self.in_ready.next = false;
-        self.out_valid.next = false;
-        self.busy.next = self.state.q.val() != Phase::Idle;
-        self.done.next = self.done_flag.q.val();
-        self.error.next = self.err_code.q.val();
-        self.cycles.next = self.cycle_count.q.val();
-        if self.state.q.val() != Phase::Idle {
-            self.cycle_count.d.next = self.cycle_count.q.val() + 1;
-        }
-        self.supply.next = self.max.val();
-        if self.total_b.q.val() <= self.max.val() - self.shared.q.val() {
-            self.supply.next = self.total_b.q.val() + self.shared.q.val();
-        }
-        self.borrow.next = self.total_a.q.val();
-        if self.supply.val() < self.total_a.q.val() {
-            self.borrow.next = self.supply.val();
-        }
-
-        // SEARCH: the row read last cycle (valid from the second cycle of a pass, and in
-        // the drain cycle after the last row) adds its counts to the accumulators.
-        if ((self.state.q.val() == Phase::SearchRun) & self.pipe_valid.q.val())
-            | (self.state.q.val() == Phase::SearchDrain)
-        {
-            for i in (P - 1)..P {
-                self.acc_a[0].d.next = self.lanes[i].count_a_out0.val();
-                self.acc_b[0].d.next = self.lanes[i].count_b_out0.val();
-                self.acc_a[1].d.next = self.lanes[i].count_a_out1.val();
-                self.acc_b[1].d.next = self.lanes[i].count_b_out1.val();
-                self.acc_a[2].d.next = self.lanes[i].count_a_out2.val();
-                self.acc_b[2].d.next = self.lanes[i].count_b_out2.val();
+            self.search_a.count[j].next = self.sum_a[j].q.val();
+            self.search_b.count[j].next = self.sum_b[j].q.val();
+            // The lanes' probes: the searches' while searching, their thresholds in FINAL.
+            self.probe_a[j].d.next = self.search_a.probe[j].val();
+            self.probe_b[j].d.next = self.search_b.probe[j].val();
+            if self.final_mode.q.val() {
+                self.probe_a[j].d.next = self.search_a.threshold.val();
+                self.probe_b[j].d.next = self.search_b.threshold.val();
             }
         }
 
+        // FINAL's tie-break: the slices left at each threshold, less the users at it in
+        // each row that passes the prefix network (see `crate::grant`).
+        self.final_valid.d.next =
+            (self.final_valid.q.val() << 1).replace_bit(0, self.state.q.val() == Phase::FinalIssue);
+        for i in (P - 1)..P {
+            self.row_pop_a.next = self.cells[i].incl_a.val();
+            self.row_pop_b.next = self.cells[i].incl_b.val();
+        }
+        self.pop_a.next = bit_cast::<32, 6>(self.row_pop_a.val());
+        self.pop_b.next = bit_cast::<32, 6>(self.row_pop_b.val());
+        self.rest_a_big.d.next = self.rest_a.q.val() >= 64;
+        self.rest_b_big.d.next = self.rest_b.q.val() >= 64;
+        self.rest_a_low.d.next = self.rest_a.q.val().get_bits::<6>(0);
+        self.rest_b_low.d.next = self.rest_b.q.val().get_bits::<6>(0);
+        if (self.final_valid.q.val() & self.rest_update.val()) != 0 {
+            self.rest_a.d.next = 0.into();
+            if self.rest_a.q.val() > self.pop_a.val() {
+                self.rest_a.d.next = self.rest_a.q.val() - self.pop_a.val();
+            }
+            self.rest_b.d.next = 0.into();
+            if self.rest_b.q.val() > self.pop_b.val() {
+                self.rest_b.d.next = self.rest_b.q.val() - self.pop_b.val();
+            }
+        }
+        for i in 0..P {
+            self.cells[i].clock.next = self.clock.val();
+            self.cells[i].at_a.next = self.lanes[i].at_a.val();
+            self.cells[i].at_b.next = self.lanes[i].at_b.val();
+            self.cells[i].rest_a_big.next = self.rest_a_big.q.val();
+            self.cells[i].rest_b_big.next = self.rest_b_big.q.val();
+            self.cells[i].rest_a_low.next = self.rest_a_low.q.val();
+            self.cells[i].rest_b_low.next = self.rest_b_low.q.val();
+            self.cells[i].nb_a1.next = 0.into();
+            self.cells[i].nb_a2.next = 0.into();
+            self.cells[i].nb_a3.next = 0.into();
+            self.cells[i].nb_a4.next = 0.into();
+            self.cells[i].nb_a5.next = 0.into();
+            self.cells[i].nb_b1.next = 0.into();
+            self.cells[i].nb_b2.next = 0.into();
+            self.cells[i].nb_b3.next = 0.into();
+            self.cells[i].nb_b4.next = 0.into();
+            self.cells[i].nb_b5.next = 0.into();
+        }
+        for i in 1..P {
+            self.cells[i].nb_a1.next = self.cells[i - 1].lv_a0.val();
+            self.cells[i].nb_b1.next = self.cells[i - 1].lv_b0.val();
+        }
+        for i in 2..P {
+            self.cells[i].nb_a2.next = self.cells[i - 2].lv_a1.val();
+            self.cells[i].nb_b2.next = self.cells[i - 2].lv_b1.val();
+        }
+        for i in 4..P {
+            self.cells[i].nb_a3.next = self.cells[i - 4].lv_a2.val();
+            self.cells[i].nb_b3.next = self.cells[i - 4].lv_b2.val();
+        }
+        for i in 8..P {
+            self.cells[i].nb_a4.next = self.cells[i - 8].lv_a3.val();
+            self.cells[i].nb_b4.next = self.cells[i - 8].lv_b3.val();
+        }
+        for i in 16..P {
+            self.cells[i].nb_a5.next = self.cells[i - 16].lv_a4.val();
+            self.cells[i].nb_b5.next = self.cells[i - 16].lv_b4.val();
+        }
+
+        // Lanes: shared controls, then the shift chain from lane to lane.
+        for i in 0..P {
+            self.lanes[i].clock.next = self.clock.val();
+            self.lanes[i].mode.next = self.cfg_mode.q.val();
+            self.lanes[i].phase.next = self.lane_phase.q.val();
+            self.lanes[i].fair.next = self.cfg_fair.q.val();
+            self.lanes[i].guaranteed.next = self.cfg_guaranteed.q.val();
+            self.lanes[i].free.next = self.free.q.val();
+            self.lanes[i].idle.next = self.idle.val();
+            self.lanes[i].credit_row.next = self.credit_row.val();
+            self.lanes[i].credit_write.next = self.credit_write.val();
+            self.lanes[i].host_credit.next = self.credit_wdata[i].val();
+            self.lanes[i].restart.next = self.idle.val()
+                | (self.state.q.val() == Phase::SearchCheck)
+                | (self.state.q.val() == Phase::FinalStart)
+                | (self.state.q.val() == Phase::EmitStart);
+            self.lanes[i].step.next = self.step.val();
+            self.lanes[i].advance.next = (self.state.q.val() == Phase::EmitShow) & self.out_ready.val();
+            self.lanes[i].demand_in.next = self.in_data[i].val();
+            self.lanes[i].left.next = self.left.q.val();
+            self.lanes[i].probe_a0.next = self.probe_a[0].q.val();
+            self.lanes[i].probe_a1.next = self.probe_a[1].q.val();
+            self.lanes[i].probe_a2.next = self.probe_a[2].q.val();
+            self.lanes[i].probe_b0.next = self.probe_b[0].q.val();
+            self.lanes[i].probe_b1.next = self.probe_b[1].q.val();
+            self.lanes[i].probe_b2.next = self.probe_b[2].q.val();
+            self.lanes[i].grant.next = self.cells[i].grant.val();
+            self.lanes[i].shift.next = self.reducing.val();
+            self.lanes[i].sum_a_in0.next = 0.into();
+            self.lanes[i].sum_a_in1.next = 0.into();
+            self.lanes[i].sum_a_in2.next = 0.into();
+            self.lanes[i].sum_b_in0.next = 0.into();
+            self.lanes[i].sum_b_in1.next = 0.into();
+            self.lanes[i].sum_b_in2.next = 0.into();
+            self.lanes[i].nfirst_a_in.next = 0.into();
+            self.lanes[i].end_a_in.next = 0.into();
+            self.lanes[i].nfirst_b_in.next = 0.into();
+            self.lanes[i].end_b_in.next = 0.into();
+            self.lanes[i].err_in.next = 0.into();
+            self.out_alloc[i].next = self.lanes[i].alloc.val();
+            self.out_credit[i].next = self.lanes[i].credit.val();
+            self.credit_rdata[i].next = self.lanes[i].credit.val();
+        }
+        for i in 0..(P - 1) {
+            self.lanes[i].sum_a_in0.next = self.lanes[i + 1].sum_a_out0.val();
+            self.lanes[i].sum_a_in1.next = self.lanes[i + 1].sum_a_out1.val();
+            self.lanes[i].sum_a_in2.next = self.lanes[i + 1].sum_a_out2.val();
+            self.lanes[i].sum_b_in0.next = self.lanes[i + 1].sum_b_out0.val();
+            self.lanes[i].sum_b_in1.next = self.lanes[i + 1].sum_b_out1.val();
+            self.lanes[i].sum_b_in2.next = self.lanes[i + 1].sum_b_out2.val();
+            self.lanes[i].nfirst_a_in.next = self.lanes[i + 1].nfirst_a_out.val();
+            self.lanes[i].end_a_in.next = self.lanes[i + 1].end_a_out.val();
+            self.lanes[i].nfirst_b_in.next = self.lanes[i + 1].nfirst_b_out.val();
+            self.lanes[i].end_b_in.next = self.lanes[i + 1].end_b_out.val();
+            self.lanes[i].err_in.next = self.lanes[i + 1].err_out.val();
+        }
+
+        // Outputs by default.
+        self.in_ready.next = self.state.q.val() == Phase::LoadRun;
+        self.out_valid.next = self.state.q.val() == Phase::EmitShow;
+        self.busy.next = self.busy_r.q.val();
+        self.done.next = self.done_flag.q.val();
+        self.error.next = self.err_code.q.val();
+        self.cycles.next = self.cycle_count.q.val();
+        if !self.idle.val() {
+            self.cycle_count.d.next = self.cycle_count.q.val() + 1;
+        }
+        if self.countdown.q.val() != 0 {
+            self.countdown.d.next = self.countdown.q.val() - 1;
+        }
+        self.supply_sum.next = self.total_b.q.val() + self.shared.q.val();
+        self.supply_carry.next = (self.total_b.q.val().get_bit(31) & self.shared.q.val().get_bit(31))
+            | ((self.total_b.q.val().get_bit(31) | self.shared.q.val().get_bit(31))
+                & !self.supply_sum.val().get_bit(31));
+
         match self.state.q.val() {
             Phase::Idle => {
-                for i in 0..P {
-                    self.lanes[i].rd_addr.next = self.credit_row.val();
-                    self.lanes[i].wr_addr.next = self.credit_row.val();
-                    self.lanes[i].write_credit.next = self.credit_write.val();
-                    self.lanes[i].use_host_credit.next = true;
-                }
                 if self.start.val() {
                     self.cfg_mode.d.next = self.mode.val();
                     self.cfg_n.d.next = self.n_users.val();
@@ -405,16 +703,11 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.done_flag.d.next = false;
                     self.err_code.d.next = 0.into();
                     self.row.d.next = 0.into();
-                    self.user_base.d.next = 0.into();
-                    self.total_a.d.next = 0.into();
-                    self.total_b.d.next = 0.into();
-                    self.capacity.d.next = 0.into();
-                    self.first_a.d.next = self.max.val();
-                    self.end_a.d.next = 0.into();
-                    self.first_b.d.next = self.max.val();
-                    self.end_b.d.next = 0.into();
-                    self.shared.d.next = 0.into();
+                    self.left.d.next = self.n_users.val();
+                    self.last_beat.d.next = self.n_users.val() <= self.lane_count.val();
                     self.lane_errors.d.next = 0.into();
+                    self.lane_phase.d.next = self.phase_load.val();
+                    self.final_mode.d.next = false;
                     if (self.n_users.val() == 0) | (self.n_users.val() > self.n_max.val()) {
                         self.err_code.d.next = self.code_users.val();
                         self.done_flag.d.next = true;
@@ -428,51 +721,68 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                         self.err_code.d.next = self.code_mode.val();
                         self.done_flag.d.next = true;
                     } else {
-                        self.state.d.next = Phase::LoadWait;
+                        self.busy_r.d.next = true;
+                        self.state.d.next = Phase::LoadRun;
                     }
                 }
             }
-            Phase::LoadWait => {
-                self.in_ready.next = true;
+            Phase::LoadRun => {
                 if self.in_valid.val() {
-                    for i in 0..P {
-                        self.lanes[i].latch_demand.next = true;
+                    self.left.d.next = self.left.q.val() - self.lane_count.val();
+                    self.last_beat.d.next = self.left.q.val() <= self.two_rows.val();
+                    if self.last_beat.q.val() {
+                        self.last_row.d.next = self.row.q.val();
+                        self.row.d.next = 0.into();
+                        self.countdown.d.next = self.load_wait.val();
+                        self.state.d.next = Phase::LoadDrain;
+                    } else {
+                        self.row.d.next = self.row.q.val() + 1;
                     }
-                    self.state.d.next = Phase::LoadCompute;
                 }
             }
-            Phase::LoadCompute => {
-                for i in 0..P {
-                    self.lanes[i].write_state.next = true;
-                }
-                for i in (P - 1)..P {
-                    self.total_a.d.next = self.lanes[i].total_a_out.val();
-                    self.total_b.d.next = self.lanes[i].total_b_out.val();
-                    self.capacity.d.next = self.lanes[i].capacity_out.val();
-                    self.first_a.d.next = self.lanes[i].first_a_out.val();
-                    self.end_a.d.next = self.lanes[i].end_a_out.val();
-                    self.first_b.d.next = self.lanes[i].first_b_out.val();
-                    self.end_b.d.next = self.lanes[i].end_b_out.val();
-                    self.shared.d.next = self.lanes[i].shared_out.val();
-                    self.lane_errors.d.next = self.lanes[i].error_out.val();
-                }
-                if self.last_row.val() {
-                    self.state.d.next = Phase::Plan;
-                } else {
-                    self.row.d.next = self.row.q.val() + 1;
-                    self.user_base.d.next = self.user_base.q.val() + self.lane_count.val();
-                    self.state.d.next = Phase::LoadWait;
+            Phase::LoadDrain => {
+                if self.countdown.q.val() == 0 {
+                    self.countdown.d.next = self.reduce_wait.val();
+                    self.state.d.next = Phase::LoadReduce;
                 }
             }
-            Phase::Plan => {
+            Phase::LoadReduce => {
+                if self.countdown.q.val() == 0 {
+                    self.state.d.next = Phase::Plan1;
+                }
+            }
+            Phase::Plan1 => {
+                self.total_a.d.next = self.sum_a[0].q.val();
+                self.total_b.d.next = self.sum_b[0].q.val();
+                self.refused.d.next =
+                    (self.cfg_mode.q.val() != self.mode_strict.val()) & (self.capacity.q.val() >= self.limit.val());
+                self.state.d.next = Phase::Plan2;
+            }
+            Phase::Plan2 => {
+                self.supply.d.next = self.supply_sum.val();
+                if self.supply_carry.val() {
+                    self.supply.d.next = self.max.val();
+                }
+                self.state.d.next = Phase::Plan3;
+            }
+            Phase::Plan3 => {
+                // The borrowed total, min(supply, candidates).
+                self.borrow.d.next = self.total_a.q.val();
+                if self.supply.q.val() < self.total_a.q.val() {
+                    self.borrow.d.next = self.supply.q.val();
+                }
+                self.state.d.next = Phase::Plan4;
+            }
+            Phase::Plan4 => {
+                // The targets: the borrowed total, and what it takes from the donors.
                 self.search_a.load_target.next = true;
                 self.search_b.load_target.next = true;
-                self.state.d.next = Phase::Init;
+                self.state.d.next = Phase::SearchInit;
                 if self.cfg_mode.q.val() == self.mode_karma.val() {
-                    self.search_a.target.next = self.borrow.val();
+                    self.search_a.target.next = self.borrow.q.val();
                     self.search_b.target.next = self.total_b.q.val();
-                    if self.borrow.val() < self.total_b.q.val() {
-                        self.search_b.target.next = self.borrow.val();
+                    if self.borrow.q.val() < self.total_b.q.val() {
+                        self.search_b.target.next = self.borrow.q.val();
                     }
                 }
                 if self.cfg_mode.q.val() == self.mode_maxmin.val() {
@@ -481,92 +791,118 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                         self.search_b.target.next = self.capacity.q.val();
                     }
                 }
-                if self.capacity_refused.val() {
+                if self.refused.q.val() {
                     self.err_code.d.next = self.code_capacity.val();
                 }
                 if self.lane_errors.q.val() != 0 {
                     self.err_code.d.next = self.code_demand.val();
-                    if (self.lane_errors.q.val() & 2) != 0 {
+                    if self.lane_errors.q.val().get_bit(1) {
                         self.err_code.d.next = self.code_credit.val();
                     }
                 }
-                if self.capacity_refused.val() | (self.lane_errors.q.val() != 0) {
+                if self.refused.q.val() | (self.lane_errors.q.val() != 0) {
                     self.done_flag.d.next = true;
+                    self.busy_r.d.next = false;
                     self.state.d.next = Phase::Idle;
                 }
             }
-            Phase::Init => {
+            Phase::SearchInit => {
                 self.search_a.init.next = true;
                 self.search_b.init.next = true;
-                self.state.d.next = Phase::SearchCheck;
+                self.countdown.d.next = self.probe_wait.val();
+                self.state.d.next = Phase::SearchWait;
             }
-            Phase::SearchRun => {
-                self.pipe_valid.d.next = true;
-                if self.last_row.val() {
-                    self.state.d.next = Phase::SearchDrain;
-                } else {
-                    self.row.d.next = self.row.q.val() + 1;
-                    self.user_base.d.next = self.user_base.q.val() + self.lane_count.val();
+            Phase::SearchWait => {
+                if self.countdown.q.val() == 0 {
+                    self.state.d.next = Phase::SearchCheck;
                 }
-            }
-            Phase::SearchDrain => {
-                self.pipe_valid.d.next = false;
-                self.state.d.next = Phase::SearchUpdate;
-            }
-            Phase::SearchUpdate => {
-                self.search_a.update.next = true;
-                self.search_b.update.next = true;
-                self.state.d.next = Phase::SearchCheck;
             }
             Phase::SearchCheck => {
-                for j in 0..PROBES {
-                    self.acc_a[j].d.next = 0.into();
-                    self.acc_b[j].d.next = 0.into();
-                }
                 self.search_a.check.next = true;
                 self.search_b.check.next = true;
                 self.row.d.next = 0.into();
-                self.user_base.d.next = 0.into();
-                self.pipe_valid.d.next = false;
                 if self.search_a.more.val() | self.search_b.more.val() {
-                    self.state.d.next = Phase::SearchRun;
+                    self.lane_phase.d.next = self.phase_search.val();
+                    self.state.d.next = Phase::SearchIssue;
                 } else {
                     self.state.d.next = Phase::FinalStart;
                 }
             }
+            Phase::SearchIssue => {
+                if self.row.q.val() == self.last_row.q.val() {
+                    self.row.d.next = 0.into();
+                    self.countdown.d.next = self.search_wait.val();
+                    self.state.d.next = Phase::SearchDrain;
+                } else {
+                    self.row.d.next = self.row.q.val() + 1;
+                }
+            }
+            Phase::SearchDrain => {
+                if self.countdown.q.val() == 0 {
+                    self.countdown.d.next = self.reduce_wait.val();
+                    self.state.d.next = Phase::SearchReduce;
+                }
+            }
+            Phase::SearchReduce => {
+                if self.countdown.q.val() == 0 {
+                    self.state.d.next = Phase::SearchUpdate1;
+                }
+            }
+            Phase::SearchUpdate1 => {
+                self.search_a.update1.next = true;
+                self.search_b.update1.next = true;
+                self.state.d.next = Phase::SearchUpdate2;
+            }
+            Phase::SearchUpdate2 => {
+                self.search_a.update2.next = true;
+                self.search_b.update2.next = true;
+                self.countdown.d.next = self.probe_wait.val();
+                self.state.d.next = Phase::SearchWait;
+            }
             Phase::FinalStart => {
                 self.rest_a.d.next = self.search_a.rest.val();
                 self.rest_b.d.next = self.search_b.rest.val();
-                self.state.d.next = Phase::FinalRead;
+                self.final_mode.d.next = true;
+                self.lane_phase.d.next = self.phase_final.val();
+                self.countdown.d.next = 1.into();
+                self.state.d.next = Phase::FinalWait;
             }
-            Phase::FinalRead => {
-                self.state.d.next = Phase::FinalEmit;
-            }
-            Phase::FinalEmit => {
-                for i in 0..P {
-                    self.lanes[i].probe_a0.next = self.search_a.threshold.val();
-                    self.lanes[i].probe_b0.next = self.search_b.threshold.val();
-                    self.lanes[i].probe_a1.next = self.search_a.threshold.val();
-                    self.lanes[i].probe_b1.next = self.search_b.threshold.val();
-                    self.lanes[i].probe_a2.next = self.search_a.threshold.val();
-                    self.lanes[i].probe_b2.next = self.search_b.threshold.val();
+            Phase::FinalWait => {
+                if self.countdown.q.val() == 0 {
+                    self.state.d.next = Phase::FinalIssue;
                 }
-                self.out_valid.next = true;
+            }
+            Phase::FinalIssue => {
+                if self.row.q.val() == self.last_row.q.val() {
+                    self.row.d.next = 0.into();
+                    self.countdown.d.next = self.final_wait.val();
+                    self.state.d.next = Phase::FinalDrain;
+                } else {
+                    self.row.d.next = self.row.q.val() + 1;
+                }
+            }
+            Phase::FinalDrain => {
+                if self.countdown.q.val() == 0 {
+                    self.state.d.next = Phase::EmitStart;
+                }
+            }
+            Phase::EmitStart => {
+                self.lane_phase.d.next = self.phase_emit.val();
+                self.final_mode.d.next = false;
+                self.state.d.next = Phase::EmitWait;
+            }
+            Phase::EmitWait => {
+                self.state.d.next = Phase::EmitShow;
+            }
+            Phase::EmitShow => {
                 if self.out_ready.val() {
-                    for i in 0..P {
-                        self.lanes[i].write_credit.next = true;
-                    }
-                    for i in (P - 1)..P {
-                        self.rest_a.d.next = self.lanes[i].rest_a_out.val();
-                        self.rest_b.d.next = self.lanes[i].rest_b_out.val();
-                    }
-                    if self.last_row.val() {
+                    if self.row.q.val() == self.last_row.q.val() {
                         self.done_flag.d.next = true;
+                        self.busy_r.d.next = false;
                         self.state.d.next = Phase::Idle;
                     } else {
                         self.row.d.next = self.row.q.val() + 1;
-                        self.user_base.d.next = self.user_base.q.val() + self.lane_count.val();
-                        self.state.d.next = Phase::FinalRead;
+                        self.state.d.next = Phase::EmitWait;
                     }
                 }
             }

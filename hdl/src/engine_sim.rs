@@ -88,7 +88,7 @@ impl<const P: usize, const A: usize> Default for EngineSim<P, A> {
 impl<const P: usize, const A: usize> EngineSim<P, A> {
     /// A fresh engine (credits 0).
     pub fn new() -> Self {
-        let mut uut = Box::new(Engine::<P, A>::new());
+        let mut uut = crate::build::boxed(Engine::<P, A>::new);
         uut.connect_all();
         let mut sim = EngineSim { uut, trace: None, stall_seed: 0 };
         sim.settle();

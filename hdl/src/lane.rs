@@ -1,259 +1,416 @@
 //! One lane of the engine: the RAM banks of the users it owns (user `row * P + lane`),
 //! the per-user arithmetic of the LOAD pass (guaranteed allocation, donation, the user's
-//! run of candidate keys) and of the FINAL pass (slices taken below the thresholds,
-//! ties in index order, new credits), and its links in the lane-to-lane chains.
+//! run of candidate keys), of the SEARCH passes (keys below the probes) and of the FINAL
+//! pass (slices taken below the thresholds, new credits), as a pipeline of one row per
+//! cycle in which every stage is at most one carry chain and a few LUTs deep.
 //!
 //! Keys are unit-step runs `start, start + 1, ..., start + run - 1`; a search selects
 //! the `target` smallest keys, ties to the lowest user index. Karma borrowers have
 //! `start = !c1` (so the most credits come first), donors `start = c1`, where `c1` is
 //! the balance after the free credits; max-min users have `start = 1`, `run = demand`.
+//!
+//! Timing, for a row stepped in cycle `t` (its banks are read at the end of `t`): the
+//! bank outputs are registered in `t + 1`, LOAD writes its runs and adds its totals in
+//! `t + 5` and its key ranges in `t + 6`; SEARCH adds its counts in `t + 4`; FINAL
+//! presents its threshold flags (`at_a`, `at_b`) in `t + 4`, takes `grant` in
+//! [`GRANT_CYCLE`] and writes the credits and allocations in `t + 13`.
+//!
+//! Sums and key ranges are kept per lane and reduced across the lanes afterwards by a
+//! shift chain towards lane 0 (see [`crate::reduce`]), so that no signal crosses more
+//! than one lane in a cycle.
 
-use crate::count_lane::CountLane;
+use crate::count_lane::{CountLane, PROBES};
+use crate::reduce::{MaxAcc, SatAcc};
 use rust_hdl::prelude::*;
 
 /// Modes of the `mode` input: the device ABI's (`fairshare_abi::mode`).
 pub use fairshare_abi::mode;
+
+/// Values of the `phase` input: what the rows stepped through the lane are for.
+pub mod phase {
+    /// LOAD: compute and store the users' runs.
+    pub const LOAD: u64 = 0;
+    /// SEARCH: count keys below the probes.
+    pub const SEARCH: u64 = 1;
+    /// FINAL: compute and store allocations and credits.
+    pub const FINAL: u64 = 2;
+    /// Results out: the banks are only read.
+    pub const EMIT: u64 = 3;
+}
+
+/// Cycles from a row's step to its last LOAD update (key ranges).
+pub const LOAD_LATENCY: usize = 6;
+/// Cycles from a row's step to its SEARCH update (counts).
+pub const SEARCH_LATENCY: usize = 4;
+/// Cycle (after the row's step) in which FINAL presents `at_a` and `at_b`.
+pub const AT_CYCLE: usize = 4;
+/// Cycle (after the row's step) in which FINAL takes `grant`.
+pub const GRANT_CYCLE: usize = AT_CYCLE + crate::grant::LATENCY;
+/// Cycles from a row's step to its FINAL writes.
+pub const FINAL_LATENCY: usize = GRANT_CYCLE + 1;
+/// FINAL's delay line, from the cycle after [`AT_CYCLE`] to [`GRANT_CYCLE`].
+const DELAY: usize = GRANT_CYCLE - AT_CYCLE;
 
 /// One lane; `A` address bits per RAM bank (2^A users per lane).
 #[derive(LogicBlock)]
 pub struct EngineLane<const A: usize> {
     /// Clock of every register and RAM.
     pub clock: Signal<In, Clock>,
-    /// Mode register (see [`mode`]).
+    /// Mode (see [`mode`]); held for the whole quantum.
     pub mode: Signal<In, Bits<2>>,
-    /// Row read by every bank (data valid one cycle later).
-    pub rd_addr: Signal<In, Bits<A>>,
-    /// Row written.
-    pub wr_addr: Signal<In, Bits<A>>,
-    /// LOAD: write start, run, base and kind of this row.
-    pub write_state: Signal<In, Bit>,
-    /// FINAL or restore: write the credit bank.
-    pub write_credit: Signal<In, Bit>,
-    /// Restore: write `host_credit` instead of the computed balance.
-    pub use_host_credit: Signal<In, Bit>,
-    /// Balance written on restore.
-    pub host_credit: Signal<In, Bits<32>>,
-    /// Capture `demand_in`.
-    pub latch_demand: Signal<In, Bit>,
-    /// This lane's demand in the current beat.
-    pub demand_in: Signal<In, Bits<32>>,
-    /// Index of lane 0's user in the current row.
-    pub user_base: Signal<In, Bits<32>>,
-    /// Users in the pool.
-    pub n_users: Signal<In, Bits<32>>,
-    /// Fair share `f`.
+    /// What the rows are for (see [`phase`]); set at least one cycle before a phase's
+    /// first step and held until its last row has left the pipeline.
+    pub phase: Signal<In, Bits<2>>,
+    /// Fair share `f`; held for the quantum.
     pub fair: Signal<In, Bits<32>>,
-    /// Guaranteed share `g`.
+    /// Guaranteed share `g`; held for the quantum.
     pub guaranteed: Signal<In, Bits<32>>,
-    /// Free credits per quantum, `f - g`.
+    /// Free credits per quantum, `f - g`; held for the quantum.
     pub free: Signal<In, Bits<32>>,
-    /// Probes of search A (in FINAL: all equal to its threshold). (probe 0)
+    /// The engine is idle: the credit port owns the credit bank.
+    pub idle: Signal<In, Bit>,
+    /// Credit port: row read (data one cycle later) and written.
+    pub credit_row: Signal<In, Bits<A>>,
+    /// Credit port: write `host_credit` to the row.
+    pub credit_write: Signal<In, Bit>,
+    /// Credit port: the balance written.
+    pub host_credit: Signal<In, Bits<32>>,
+    /// Rows from 0 again (read and write counters).
+    pub restart: Signal<In, Bit>,
+    /// A row enters the pipeline: the banks are read at the row counter, which then
+    /// advances; in LOAD, `demand_in` is taken.
+    pub step: Signal<In, Bit>,
+    /// The row counter advances without a row entering the pipeline (results out).
+    pub advance: Signal<In, Bit>,
+    /// This lane's demand in the current beat (taken with `step`).
+    pub demand_in: Signal<In, Bits<32>>,
+    /// LOAD: users from lane 0 of the current beat to the end of the pool; the lane's
+    /// user exists iff this is above the lane's index (taken on `step`).
+    pub left: Signal<In, Bits<32>>,
+    /// Probes of search A (Karma's borrowers); in FINAL probe 0 is its threshold.
     pub probe_a0: Signal<In, Bits<32>>,
-    /// Probes of search A (in FINAL: all equal to its threshold). (probe 1)
+    /// Probe 1 of search A.
     pub probe_a1: Signal<In, Bits<32>>,
-    /// Probes of search A (in FINAL: all equal to its threshold). (probe 2)
+    /// Probe 2 of search A.
     pub probe_a2: Signal<In, Bits<32>>,
-    /// Probes of search B. (probe 0)
+    /// Probes of search B (donors, or max-min users); in FINAL probe 0 is its threshold.
     pub probe_b0: Signal<In, Bits<32>>,
-    /// Probes of search B. (probe 1)
+    /// Probe 1 of search B.
     pub probe_b1: Signal<In, Bits<32>>,
-    /// Probes of search B. (probe 2)
+    /// Probe 2 of search B.
     pub probe_b2: Signal<In, Bits<32>>,
-    /// Chain: keys below the probes of search A. (probe 0)
-    pub count_a_in0: Signal<In, Bits<32>>,
-    /// Chain: keys below the probes of search A. (probe 1)
-    pub count_a_in1: Signal<In, Bits<32>>,
-    /// Chain: keys below the probes of search A. (probe 2)
-    pub count_a_in2: Signal<In, Bits<32>>,
-    /// Chain out. (probe 0)
-    pub count_a_out0: Signal<Out, Bits<32>>,
-    /// Chain out. (probe 1)
-    pub count_a_out1: Signal<Out, Bits<32>>,
-    /// Chain out. (probe 2)
-    pub count_a_out2: Signal<Out, Bits<32>>,
-    /// Chain: keys below the probes of search B. (probe 0)
-    pub count_b_in0: Signal<In, Bits<32>>,
-    /// Chain: keys below the probes of search B. (probe 1)
-    pub count_b_in1: Signal<In, Bits<32>>,
-    /// Chain: keys below the probes of search B. (probe 2)
-    pub count_b_in2: Signal<In, Bits<32>>,
-    /// Chain out. (probe 0)
-    pub count_b_out0: Signal<Out, Bits<32>>,
-    /// Chain out. (probe 1)
-    pub count_b_out1: Signal<Out, Bits<32>>,
-    /// Chain out. (probe 2)
-    pub count_b_out2: Signal<Out, Bits<32>>,
-    /// Chain: slices at the threshold of A still to give (FINAL).
-    pub rest_a_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub rest_a_out: Signal<Out, Bits<32>>,
-    /// Chain: slices at the threshold of B still to give.
-    pub rest_b_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub rest_b_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): candidate slices of search A.
-    pub total_a_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub total_a_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): keys of search B (donated slices, or max-min demand).
-    pub total_b_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub total_b_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): the lowest run start of search A (2^32 - 1 if none).
-    pub first_a_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub first_a_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): the highest run end (start + run) of search A (0 if none).
+    /// FINAL: this lane's user takes one more slice (cycle [`GRANT_CYCLE`]).
+    pub grant: Signal<In, Bit>,
+    /// Shift the accumulators towards lane 0 in the next cycle (they take the `*_in`
+    /// values; registered in the lane, so that no engine signal drives every
+    /// accumulator of every lane).
+    pub shift: Signal<In, Bit>,
+    /// Chain from lane `i + 1`: its sum for probe 0 of A (LOAD: candidate slices).
+    pub sum_a_in0: Signal<In, Bits<32>>,
+    /// Chain: sum for probe 1 of A.
+    pub sum_a_in1: Signal<In, Bits<32>>,
+    /// Chain: sum for probe 2 of A.
+    pub sum_a_in2: Signal<In, Bits<32>>,
+    /// Chain: sum for probe 0 of B (LOAD: keys of B).
+    pub sum_b_in0: Signal<In, Bits<32>>,
+    /// Chain: sum for probe 1 of B.
+    pub sum_b_in1: Signal<In, Bits<32>>,
+    /// Chain: sum for probe 2 of B.
+    pub sum_b_in2: Signal<In, Bits<32>>,
+    /// Chain (LOAD): the complement of the lowest run start of A.
+    pub nfirst_a_in: Signal<In, Bits<32>>,
+    /// Chain (LOAD): the highest run end of A.
     pub end_a_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub end_a_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): the lowest run start of search B (2^32 - 1 if none).
-    pub first_b_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub first_b_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): the highest run end (start + run) of search B (0 if none).
+    /// Chain (LOAD): the complement of the lowest run start of B.
+    pub nfirst_b_in: Signal<In, Bits<32>>,
+    /// Chain (LOAD): the highest run end of B.
     pub end_b_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub end_b_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): pool size, sum of `f`.
-    pub capacity_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub capacity_out: Signal<Out, Bits<32>>,
-    /// Chain (LOAD): shared slices, sum of `f - g`.
-    pub shared_in: Signal<In, Bits<32>>,
-    /// Chain out.
-    pub shared_out: Signal<Out, Bits<32>>,
     /// Chain (LOAD): error bits, bit 0 a demand at or above 2^31, bit 1 a balance at or
     /// above 2^31 or one that could reach it this quantum (Karma).
-    pub error_in: Signal<In, Bits<2>>,
-    /// Chain out.
-    pub error_out: Signal<Out, Bits<2>>,
-    /// FINAL: allocation of this lane's user (0 if the lane has no user).
+    pub err_in: Signal<In, Bits<2>>,
+    /// Chain out: this lane's sum for probe 0 of A.
+    pub sum_a_out0: Signal<Out, Bits<32>>,
+    /// Chain out: probe 1 of A.
+    pub sum_a_out1: Signal<Out, Bits<32>>,
+    /// Chain out: probe 2 of A.
+    pub sum_a_out2: Signal<Out, Bits<32>>,
+    /// Chain out: probe 0 of B.
+    pub sum_b_out0: Signal<Out, Bits<32>>,
+    /// Chain out: probe 1 of B.
+    pub sum_b_out1: Signal<Out, Bits<32>>,
+    /// Chain out: probe 2 of B.
+    pub sum_b_out2: Signal<Out, Bits<32>>,
+    /// Chain out: complement of the lowest start of A.
+    pub nfirst_a_out: Signal<Out, Bits<32>>,
+    /// Chain out: highest end of A.
+    pub end_a_out: Signal<Out, Bits<32>>,
+    /// Chain out: complement of the lowest start of B.
+    pub nfirst_b_out: Signal<Out, Bits<32>>,
+    /// Chain out: highest end of B.
+    pub end_b_out: Signal<Out, Bits<32>>,
+    /// Chain out: error bits.
+    pub err_out: Signal<Out, Bits<2>>,
+    /// FINAL: this lane's key is at threshold A (cycle [`AT_CYCLE`]).
+    pub at_a: Signal<Out, Bit>,
+    /// FINAL: this lane's key is at threshold B (cycle [`AT_CYCLE`]).
+    pub at_b: Signal<Out, Bit>,
+    /// The allocation bank at the row counter (after FINAL: the results).
     pub alloc: Signal<Out, Bits<32>>,
-    /// FINAL: credits after the quantum.
+    /// The credit bank at the row counter, or at `credit_row` while idle.
     pub credit: Signal<Out, Bits<32>>,
-    /// The credit bank at `rd_addr` (checkpoint).
-    pub credit_now: Signal<Out, Bits<32>>,
-    user_ok: Signal<Local, Bit>,
     credit_ram: RAM<Bits<32>, A>,
     start_ram: RAM<Bits<32>, A>,
     run_ram: RAM<Bits<32>, A>,
     base_ram: RAM<Bits<32>, A>,
-    kind_ram: RAM<Bits<2>, A>,
+    kind_ram: RAM<Bits<3>, A>,
+    row_ctr: DFF<Bits<A>>,
+    wr_ctr: DFF<Bits<A>>,
+    valid: DFF<Bits<16>>,
+    mode_l: DFF<Bits<2>>,
+    shift_l: DFF<Bit>,
+    phase_l: DFF<Bits<2>>,
+    fair_l: DFF<Bits<32>>,
+    g_l: DFF<Bits<32>>,
+    free_l: DFF<Bits<32>>,
+    pa: [DFF<Bits<32>>; PROBES],
+    pb: [DFF<Bits<32>>; PROBES],
     demand: DFF<Bits<32>>,
-    count_a: CountLane,
-    count_b: CountLane,
+    ok1: DFF<Bit>,
+    // Stage 2: the banks and the beat, registered.
+    cr2: DFF<Bits<32>>,
+    st2: DFF<Bits<32>>,
+    rn2: DFF<Bits<32>>,
+    bs2: DFF<Bits<32>>,
+    kd2: DFF<Bits<3>>,
+    dm2: DFF<Bits<32>>,
+    ok2: DFF<Bit>,
+    // Stage 3.
+    c1_3: DFF<Bits<32>>,
+    cr3: DFF<Bits<32>>,
+    dmg3: DFF<Bits<32>>,
+    gmd3: DFF<Bits<32>>,
+    dm3: DFF<Bits<32>>,
+    rn3: DFF<Bits<32>>,
+    bs3: DFF<Bits<32>>,
+    kd3: DFF<Bits<3>>,
+    /// Bit 0 d < g, 1 d > g, 2 d < f, 3 stored balance >= 2^31, 4 d >= 2^31, 5 user exists.
+    fl3: DFF<Bits<6>>,
+    // Stage 4.
+    c1_4: DFF<Bits<32>>,
+    brun4: DFF<Bits<32>>,
+    gmd4: DFF<Bits<32>>,
+    dm4: DFF<Bits<32>>,
+    bs4: DFF<Bits<32>>,
+    kd4: DFF<Bits<3>>,
+    fl4: DFF<Bits<6>>,
+    /// Bit 0 c1 != 0, 1 c1 >= 2^31, 2 c1 + (g - d) >= 2^31.
+    cf4: DFF<Bits<3>>,
+    // Stage 5 (LOAD): the user's run, stored and added up.
+    nk5: DFF<Bits<2>>,
+    ns5: DFF<Bits<32>>,
+    nr5: DFF<Bits<32>>,
+    nb5: DFF<Bits<32>>,
+    ne5: DFF<Bits<2>>,
+    ok5: DFF<Bit>,
+    // Stage 6 (LOAD): key ranges.
+    nk6: DFF<Bits<2>>,
+    nfs6: DFF<Bits<32>>,
+    end6: DFF<Bits<32>>,
+    rnz6: DFF<Bit>,
+    // FINAL: results without the tie-break slice, delayed until `grant`.
+    al_d: [DFF<Bits<32>>; DELAY],
+    cd_d: [DFF<Bits<32>>; DELAY],
+    /// Bit 0 a grant adds to the allocation, 1 to the credits, 2 takes from the
+    /// credits, 3 the user exists.
+    fl_d: [DFF<Bits<4>>; DELAY],
+    alloc_f: DFF<Bits<32>>,
+    credit_f: DFF<Bits<32>>,
+    ok_f: DFF<Bit>,
+    err: DFF<Bits<2>>,
+    count: [CountLane; PROBES],
+    sum_a: [SatAcc; PROBES],
+    sum_b: [SatAcc; PROBES],
+    nfirst_a: MaxAcc,
+    end_a: MaxAcc,
+    nfirst_b: MaxAcc,
+    end_b: MaxAcc,
     lane_index: Constant<Bits<32>>,
-    max: Constant<Bits<32>>,
-    limit: Constant<Bits<32>>,
+    /// Bits of `valid` (bit `k`: the row stepped `k + 1` cycles ago) for SEARCH's sums,
+    /// LOAD's writes and sums, LOAD's key ranges and FINAL's writes.
+    search_bit: Constant<Bits<16>>,
+    load_bit: Constant<Bits<16>>,
+    range_bit: Constant<Bits<16>>,
+    final_bit: Constant<Bits<16>>,
     mode_karma: Constant<Bits<2>>,
     mode_maxmin: Constant<Bits<2>>,
-    c1: Signal<Local, Bits<32>>,
-    new_kind: Signal<Local, Bits<2>>,
-    new_start: Signal<Local, Bits<32>>,
-    new_run: Signal<Local, Bits<32>>,
-    new_base: Signal<Local, Bits<32>>,
-    new_end: Signal<Local, Bits<32>>,
+    phase_load: Constant<Bits<2>>,
+    phase_search: Constant<Bits<2>>,
+    phase_final: Constant<Bits<2>>,
+    karma: Signal<Local, Bit>,
+    maxmin: Signal<Local, Bit>,
+    load: Signal<Local, Bit>,
+    search: Signal<Local, Bit>,
+    fin: Signal<Local, Bit>,
+    borrower2: Signal<Local, Bit>,
+    borrower4: Signal<Local, Bit>,
+    donor4: Signal<Local, Bit>,
+    taken4: Signal<Local, Bits<32>>,
+    reach3: Signal<Local, Bits<32>>,
     credit_error: Signal<Local, Bit>,
-    demand_error: Signal<Local, Bit>,
-    error_bits: Signal<Local, Bits<2>>,
-    grant_a: Signal<Local, Bits<32>>,
-    grant_b: Signal<Local, Bits<32>>,
-    take_a: Signal<Local, Bits<32>>,
-    take_b: Signal<Local, Bits<32>>,
-    final_credit: Signal<Local, Bits<32>>,
+    search_row: Signal<Local, Bit>,
+    range_row: Signal<Local, Bit>,
+    load_write: Signal<Local, Bit>,
+    final_write: Signal<Local, Bit>,
+    range_a: Signal<Local, Bit>,
+    range_b: Signal<Local, Bit>,
 }
 
 impl<const A: usize> EngineLane<A> {
     /// Lane number `lane` (its users are `row * P + lane`).
     pub fn new(lane: usize) -> Self {
         EngineLane {
+            lane_index: Constant::new(Bits::<32>::from(lane as u64)),
+            search_bit: Constant::new(Bits::<16>::from(1u64 << (SEARCH_LATENCY - 1))),
+            load_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_LATENCY - 2))),
+            range_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_LATENCY - 1))),
+            final_bit: Constant::new(Bits::<16>::from(1u64 << (FINAL_LATENCY - 1))),
+            mode_karma: Constant::new(Bits::<2>::from(mode::KARMA as u64)),
+            mode_maxmin: Constant::new(Bits::<2>::from(mode::MAXMIN as u64)),
+            phase_load: Constant::new(Bits::<2>::from(phase::LOAD)),
+            phase_search: Constant::new(Bits::<2>::from(phase::SEARCH)),
+            phase_final: Constant::new(Bits::<2>::from(phase::FINAL)),
             clock: Default::default(),
             mode: Default::default(),
-            rd_addr: Default::default(),
-            wr_addr: Default::default(),
-            write_state: Default::default(),
-            write_credit: Default::default(),
-            use_host_credit: Default::default(),
-            host_credit: Default::default(),
-            latch_demand: Default::default(),
-            demand_in: Default::default(),
-            user_base: Default::default(),
-            n_users: Default::default(),
+            phase: Default::default(),
             fair: Default::default(),
             guaranteed: Default::default(),
             free: Default::default(),
+            idle: Default::default(),
+            credit_row: Default::default(),
+            credit_write: Default::default(),
+            host_credit: Default::default(),
+            restart: Default::default(),
+            step: Default::default(),
+            advance: Default::default(),
+            demand_in: Default::default(),
+            left: Default::default(),
             probe_a0: Default::default(),
             probe_a1: Default::default(),
             probe_a2: Default::default(),
             probe_b0: Default::default(),
             probe_b1: Default::default(),
             probe_b2: Default::default(),
-            count_a_in0: Default::default(),
-            count_a_in1: Default::default(),
-            count_a_in2: Default::default(),
-            count_a_out0: Default::default(),
-            count_a_out1: Default::default(),
-            count_a_out2: Default::default(),
-            count_b_in0: Default::default(),
-            count_b_in1: Default::default(),
-            count_b_in2: Default::default(),
-            count_b_out0: Default::default(),
-            count_b_out1: Default::default(),
-            count_b_out2: Default::default(),
-            rest_a_in: Default::default(),
-            rest_a_out: Default::default(),
-            rest_b_in: Default::default(),
-            rest_b_out: Default::default(),
-            total_a_in: Default::default(),
-            total_a_out: Default::default(),
-            total_b_in: Default::default(),
-            total_b_out: Default::default(),
-            first_a_in: Default::default(),
-            first_a_out: Default::default(),
+            grant: Default::default(),
+            shift: Default::default(),
+            sum_a_in0: Default::default(),
+            sum_a_in1: Default::default(),
+            sum_a_in2: Default::default(),
+            sum_b_in0: Default::default(),
+            sum_b_in1: Default::default(),
+            sum_b_in2: Default::default(),
+            nfirst_a_in: Default::default(),
             end_a_in: Default::default(),
-            end_a_out: Default::default(),
-            first_b_in: Default::default(),
-            first_b_out: Default::default(),
+            nfirst_b_in: Default::default(),
             end_b_in: Default::default(),
+            err_in: Default::default(),
+            sum_a_out0: Default::default(),
+            sum_a_out1: Default::default(),
+            sum_a_out2: Default::default(),
+            sum_b_out0: Default::default(),
+            sum_b_out1: Default::default(),
+            sum_b_out2: Default::default(),
+            nfirst_a_out: Default::default(),
+            end_a_out: Default::default(),
+            nfirst_b_out: Default::default(),
             end_b_out: Default::default(),
-            capacity_in: Default::default(),
-            capacity_out: Default::default(),
-            shared_in: Default::default(),
-            shared_out: Default::default(),
-            error_in: Default::default(),
-            error_out: Default::default(),
+            err_out: Default::default(),
+            at_a: Default::default(),
+            at_b: Default::default(),
             alloc: Default::default(),
             credit: Default::default(),
-            credit_now: Default::default(),
-            user_ok: Default::default(),
             credit_ram: Default::default(),
             start_ram: Default::default(),
             run_ram: Default::default(),
             base_ram: Default::default(),
             kind_ram: Default::default(),
+            row_ctr: Default::default(),
+            wr_ctr: Default::default(),
+            valid: Default::default(),
+            mode_l: Default::default(),
+            shift_l: Default::default(),
+            phase_l: Default::default(),
+            fair_l: Default::default(),
+            g_l: Default::default(),
+            free_l: Default::default(),
+            pa: array_init::array_init(|_| Default::default()),
+            pb: array_init::array_init(|_| Default::default()),
             demand: Default::default(),
-            count_a: CountLane::new(),
-            count_b: CountLane::new(),
-            lane_index: Constant::new(Bits::<32>::from(lane as u64)),
-            max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
-            limit: Constant::new(Bits::<32>::from(fairshare_abi::WORD_LIMIT)),
-            mode_karma: Constant::new(Bits::<2>::from(mode::KARMA as u64)),
-            mode_maxmin: Constant::new(Bits::<2>::from(mode::MAXMIN as u64)),
-            c1: Default::default(),
-            new_kind: Default::default(),
-            new_start: Default::default(),
-            new_run: Default::default(),
-            new_base: Default::default(),
-            new_end: Default::default(),
+            ok1: Default::default(),
+            cr2: Default::default(),
+            st2: Default::default(),
+            rn2: Default::default(),
+            bs2: Default::default(),
+            kd2: Default::default(),
+            dm2: Default::default(),
+            ok2: Default::default(),
+            c1_3: Default::default(),
+            cr3: Default::default(),
+            dmg3: Default::default(),
+            gmd3: Default::default(),
+            dm3: Default::default(),
+            rn3: Default::default(),
+            bs3: Default::default(),
+            kd3: Default::default(),
+            fl3: Default::default(),
+            c1_4: Default::default(),
+            brun4: Default::default(),
+            gmd4: Default::default(),
+            dm4: Default::default(),
+            bs4: Default::default(),
+            kd4: Default::default(),
+            fl4: Default::default(),
+            cf4: Default::default(),
+            nk5: Default::default(),
+            ns5: Default::default(),
+            nr5: Default::default(),
+            nb5: Default::default(),
+            ne5: Default::default(),
+            ok5: Default::default(),
+            nk6: Default::default(),
+            nfs6: Default::default(),
+            end6: Default::default(),
+            rnz6: Default::default(),
+            al_d: array_init::array_init(|_| Default::default()),
+            cd_d: array_init::array_init(|_| Default::default()),
+            fl_d: array_init::array_init(|_| Default::default()),
+            alloc_f: Default::default(),
+            credit_f: Default::default(),
+            ok_f: Default::default(),
+            err: Default::default(),
+            count: array_init::array_init(|_| Default::default()),
+            sum_a: array_init::array_init(|_| Default::default()),
+            sum_b: array_init::array_init(|_| Default::default()),
+            nfirst_a: Default::default(),
+            end_a: Default::default(),
+            nfirst_b: Default::default(),
+            end_b: Default::default(),
+            karma: Default::default(),
+            maxmin: Default::default(),
+            load: Default::default(),
+            search: Default::default(),
+            fin: Default::default(),
+            borrower2: Default::default(),
+            borrower4: Default::default(),
+            donor4: Default::default(),
+            taken4: Default::default(),
+            reach3: Default::default(),
             credit_error: Default::default(),
-            demand_error: Default::default(),
-            error_bits: Default::default(),
-            grant_a: Default::default(),
-            grant_b: Default::default(),
-            take_a: Default::default(),
-            take_b: Default::default(),
-            final_credit: Default::default(),
+            search_row: Default::default(),
+            range_row: Default::default(),
+            load_write: Default::default(),
+            final_write: Default::default(),
+            range_a: Default::default(),
+            range_b: Default::default(),
         }
     }
 }
@@ -261,7 +418,11 @@ impl<const A: usize> EngineLane<A> {
 impl<const A: usize> Logic for EngineLane<A> {
     #[hdl_gen]
     fn update(&mut self) {
-        // Clocks and addresses of the banks.
+        dff_setup!(
+            self, clock, row_ctr, wr_ctr, valid, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand, ok1, cr2, st2,
+            rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, rn3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4,
+            fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nk6, nfs6, end6, rnz6, alloc_f, credit_f, ok_f, err
+        );
         self.credit_ram.read_clock.next = self.clock.val();
         self.credit_ram.write_clock.next = self.clock.val();
         self.start_ram.read_clock.next = self.clock.val();
@@ -272,216 +433,307 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.base_ram.write_clock.next = self.clock.val();
         self.kind_ram.read_clock.next = self.clock.val();
         self.kind_ram.write_clock.next = self.clock.val();
-        dff_setup!(self, clock, demand);
-        if self.latch_demand.val() {
-            self.demand.d.next = self.demand_in.val();
+        for j in 0..PROBES {
+            self.pa[j].clock.next = self.clock.val();
+            self.pb[j].clock.next = self.clock.val();
+            self.count[j].clock.next = self.clock.val();
+            self.sum_a[j].clock.next = self.clock.val();
+            self.sum_b[j].clock.next = self.clock.val();
         }
-        self.credit_ram.read_address.next = self.rd_addr.val();
-        self.start_ram.read_address.next = self.rd_addr.val();
-        self.run_ram.read_address.next = self.rd_addr.val();
-        self.base_ram.read_address.next = self.rd_addr.val();
-        self.kind_ram.read_address.next = self.rd_addr.val();
-        self.credit_ram.write_address.next = self.wr_addr.val();
-        self.start_ram.write_address.next = self.wr_addr.val();
-        self.run_ram.write_address.next = self.wr_addr.val();
-        self.base_ram.write_address.next = self.wr_addr.val();
-        self.kind_ram.write_address.next = self.wr_addr.val();
-        self.credit_now.next = self.credit_ram.read_data.val();
-        self.user_ok.next = (self.user_base.val() + self.lane_index.val()) < self.n_users.val();
+        for k in 0..DELAY {
+            self.al_d[k].clock.next = self.clock.val();
+            self.cd_d[k].clock.next = self.clock.val();
+            self.fl_d[k].clock.next = self.clock.val();
+        }
+        for k in 1..DELAY {
+            self.al_d[k].d.next = self.al_d[k - 1].q.val();
+            self.cd_d[k].d.next = self.cd_d[k - 1].q.val();
+            self.fl_d[k].d.next = self.fl_d[k - 1].q.val();
+        }
+        self.nfirst_a.clock.next = self.clock.val();
+        self.end_a.clock.next = self.clock.val();
+        self.nfirst_b.clock.next = self.clock.val();
+        self.end_b.clock.next = self.clock.val();
 
-        // LOAD: the user's run, from its demand and its balance after the free credits.
-        self.c1.next = self.credit_ram.read_data.val() + self.free.val();
-        self.new_kind.next = 0.into();
-        self.new_start.next = 0.into();
-        self.new_run.next = 0.into();
-        self.new_base.next = 0.into();
+        // Local copies of the quantum's settings and the probes (few loads per register).
+        self.mode_l.d.next = self.mode.val();
+        self.phase_l.d.next = self.phase.val();
+        self.fair_l.d.next = self.fair.val();
+        self.g_l.d.next = self.guaranteed.val();
+        self.free_l.d.next = self.free.val();
+        self.pa[0].d.next = self.probe_a0.val();
+        self.pa[1].d.next = self.probe_a1.val();
+        self.pa[2].d.next = self.probe_a2.val();
+        self.pb[0].d.next = self.probe_b0.val();
+        self.pb[1].d.next = self.probe_b1.val();
+        self.pb[2].d.next = self.probe_b2.val();
+        self.karma.next = self.mode_l.q.val() == self.mode_karma.val();
+        self.maxmin.next = self.mode_l.q.val() == self.mode_maxmin.val();
+        self.load.next = self.phase_l.q.val() == self.phase_load.val();
+        self.search.next = self.phase_l.q.val() == self.phase_search.val();
+        self.fin.next = self.phase_l.q.val() == self.phase_final.val();
+
+        // Row counters and the valid bits of the pipeline (bit k: the row of stage k + 1).
+        if self.restart.val() {
+            self.row_ctr.d.next = 0.into();
+            self.wr_ctr.d.next = 0.into();
+        } else if self.step.val() | self.advance.val() {
+            self.row_ctr.d.next = self.row_ctr.q.val() + 1;
+        }
+        self.valid.d.next = (self.valid.q.val() << 1).replace_bit(0, self.step.val());
+        // The beat, every cycle (the valid bits say which cycles hold a row): no
+        // enable with a fan-out across the lanes.
+        self.demand.d.next = self.demand_in.val();
+        self.ok1.d.next = self.left.val() > self.lane_index.val();
+        self.shift_l.d.next = self.shift.val();
+
+        // Banks: read at the row counter (the credit bank at `credit_row` while idle),
+        // written at the write counter.
+        self.credit_ram.read_address.next = self.row_ctr.q.val();
+        if self.idle.val() {
+            self.credit_ram.read_address.next = self.credit_row.val();
+        }
+        self.start_ram.read_address.next = self.row_ctr.q.val();
+        self.run_ram.read_address.next = self.row_ctr.q.val();
+        self.base_ram.read_address.next = self.row_ctr.q.val();
+        self.kind_ram.read_address.next = self.row_ctr.q.val();
+        self.alloc.next = self.base_ram.read_data.val();
+        self.credit.next = self.credit_ram.read_data.val();
+
+        // Stage 1: the banks' outputs and the beat, registered.
+        self.cr2.d.next = self.credit_ram.read_data.val();
+        self.st2.d.next = self.start_ram.read_data.val();
+        self.rn2.d.next = self.run_ram.read_data.val();
+        self.bs2.d.next = self.base_ram.read_data.val();
+        self.kd2.d.next = self.kind_ram.read_data.val();
+        self.dm2.d.next = self.demand.q.val();
+        self.ok2.d.next = self.ok1.q.val();
+
+        // Stage 2. LOAD: the balance after the free credits, and the demand against
+        // the shares. SEARCH and FINAL: the user's probes (its search's) minus its start.
+        self.c1_3.d.next = self.cr2.q.val() + self.free_l.q.val();
+        self.cr3.d.next = self.cr2.q.val();
+        self.dmg3.d.next = self.dm2.q.val() - self.g_l.q.val();
+        self.gmd3.d.next = self.g_l.q.val() - self.dm2.q.val();
+        self.dm3.d.next = self.dm2.q.val();
+        self.rn3.d.next = self.rn2.q.val();
+        self.bs3.d.next = self.bs2.q.val();
+        self.kd3.d.next = self.kd2.q.val();
+        self.fl3.d.next = bits::<6>(0)
+            .replace_bit(0, self.dm2.q.val() < self.g_l.q.val())
+            .replace_bit(1, self.dm2.q.val() > self.g_l.q.val())
+            .replace_bit(2, self.dm2.q.val() < self.fair_l.q.val())
+            .replace_bit(3, self.cr2.q.val().get_bit(31))
+            .replace_bit(4, self.dm2.q.val().get_bit(31))
+            .replace_bit(5, self.ok2.q.val());
+        self.borrower2.next = self.kd2.q.val().get_bits::<2>(0) == 1;
+        for j in 0..PROBES {
+            self.count[j].start.next = self.st2.q.val();
+            self.count[j].run.next = self.rn3.q.val();
+            self.count[j].probe.next = self.pb[j].q.val();
+            if self.borrower2.val() {
+                self.count[j].probe.next = self.pa[j].q.val();
+            }
+        }
+
+        // Stage 3 (LOAD): a borrower's run min(d - g, c1), a donor's reach c1 + (g - d).
+        self.c1_4.d.next = self.cr3.q.val();
+        if self.karma.val() {
+            self.c1_4.d.next = self.c1_3.q.val();
+        }
+        self.brun4.d.next = self.c1_3.q.val();
+        if self.dmg3.q.val() < self.c1_3.q.val() {
+            self.brun4.d.next = self.dmg3.q.val();
+        }
+        self.gmd4.d.next = self.gmd3.q.val();
+        self.dm4.d.next = self.dm3.q.val();
+        self.bs4.d.next = self.bs3.q.val();
+        self.kd4.d.next = self.kd3.q.val();
+        self.fl4.d.next = self.fl3.q.val();
+        self.reach3.next = self.c1_3.q.val() + self.gmd3.q.val();
+        self.cf4.d.next = bits::<3>(0)
+            .replace_bit(0, self.c1_3.q.val() != 0)
+            .replace_bit(1, self.c1_3.q.val().get_bit(31))
+            .replace_bit(2, self.reach3.val().get_bit(31));
+
+        // Stage 4 (LOAD): the user's kind, run and base allocation; the balance must be
+        // below 2^31 (so `c1` cannot wrap), and so must every balance this quantum can
+        // produce: `c1`, and a donor's `c1` plus everything it could earn. Borrowers
+        // only lose credits.
+        self.nk5.d.next = 0.into();
+        self.ns5.d.next = 0.into();
+        self.nr5.d.next = 0.into();
+        self.nb5.d.next = 0.into();
         self.credit_error.next = false;
-        if self.mode.val() == self.mode_karma.val() {
-            if self.demand.q.val() < self.guaranteed.val() {
-                self.new_kind.next = 2.into();
-                self.new_start.next = self.c1.val();
-                self.new_run.next = self.guaranteed.val() - self.demand.q.val();
-                self.new_base.next = self.demand.q.val();
+        if self.karma.val() {
+            if self.fl4.q.val().get_bit(0) {
+                self.nk5.d.next = 2.into();
+                self.ns5.d.next = self.c1_4.q.val();
+                self.nr5.d.next = self.gmd4.q.val();
+                self.nb5.d.next = self.dm4.q.val();
             } else {
-                self.new_base.next = self.guaranteed.val();
-                if (self.demand.q.val() > self.guaranteed.val()) & (self.c1.val() != 0) {
-                    self.new_kind.next = 1.into();
-                    self.new_start.next = !self.c1.val();
-                    if self.demand.q.val() - self.guaranteed.val() < self.c1.val() {
-                        self.new_run.next = self.demand.q.val() - self.guaranteed.val();
-                    } else {
-                        self.new_run.next = self.c1.val();
-                    }
+                self.nb5.d.next = self.g_l.q.val();
+                if self.fl4.q.val().get_bit(1) & self.cf4.q.val().get_bit(0) {
+                    self.nk5.d.next = 1.into();
+                    self.ns5.d.next = !self.c1_4.q.val();
+                    self.nr5.d.next = self.brun4.q.val();
                 }
             }
-            // The stored balance must be below 2^31 (so `c1` cannot wrap), and so must
-            // every balance this quantum can produce: `c1`, and a donor's `c1` plus
-            // everything it could earn. Borrowers only lose credits.
-            if (self.credit_ram.read_data.val() >= self.limit.val())
-                | (self.c1.val() >= self.limit.val())
-                | ((self.new_kind.val() == 2) & (self.c1.val() + self.new_run.val() >= self.limit.val()))
-            {
-                self.credit_error.next = true;
-            }
-        } else if self.mode.val() == self.mode_maxmin.val() {
-            self.new_kind.next = 2.into();
-            self.new_start.next = 1.into();
-            self.new_run.next = self.demand.q.val();
-        } else if self.demand.q.val() < self.fair.val() {
-            self.new_base.next = self.demand.q.val();
+            self.credit_error.next = self.fl4.q.val().get_bit(3)
+                | self.cf4.q.val().get_bit(1)
+                | (self.fl4.q.val().get_bit(0) & self.cf4.q.val().get_bit(2));
+        } else if self.maxmin.val() {
+            self.nk5.d.next = 2.into();
+            self.ns5.d.next = 1.into();
+            self.nr5.d.next = self.dm4.q.val();
+        } else if self.fl4.q.val().get_bit(2) {
+            self.nb5.d.next = self.dm4.q.val();
         } else {
-            self.new_base.next = self.fair.val();
+            self.nb5.d.next = self.fair_l.q.val();
         }
-        self.demand_error.next = self.demand.q.val() >= self.limit.val();
-        if !self.user_ok.val() {
-            self.new_kind.next = 0.into();
-            self.new_run.next = 0.into();
-            self.new_base.next = 0.into();
+        self.ok5.d.next = self.fl4.q.val().get_bit(5);
+        if !self.fl4.q.val().get_bit(5) {
+            self.nk5.d.next = 0.into();
+            self.nr5.d.next = 0.into();
+            self.nb5.d.next = 0.into();
         }
-        self.start_ram.write_data.next = self.new_start.val();
-        self.run_ram.write_data.next = self.new_run.val();
-        self.base_ram.write_data.next = self.new_base.val();
-        self.kind_ram.write_data.next = self.new_kind.val();
-        self.start_ram.write_enable.next = self.write_state.val();
-        self.run_ram.write_enable.next = self.write_state.val();
-        self.base_ram.write_enable.next = self.write_state.val();
-        self.kind_ram.write_enable.next = self.write_state.val();
-        // LOAD chains (saturating sums, OR of errors).
-        self.total_a_out.next = self.total_a_in.val();
-        self.total_b_out.next = self.total_b_in.val();
-        if self.new_kind.val() == 1 {
-            if self.total_a_in.val() > self.max.val() - self.new_run.val() {
-                self.total_a_out.next = self.max.val();
-            } else {
-                self.total_a_out.next = self.total_a_in.val() + self.new_run.val();
-            }
-        }
-        if self.new_kind.val() == 2 {
-            if self.total_b_in.val() > self.max.val() - self.new_run.val() {
-                self.total_b_out.next = self.max.val();
-            } else {
-                self.total_b_out.next = self.total_b_in.val() + self.new_run.val();
-            }
-        }
-        // The key range of each search, so that its first pass starts from the keys
-        // that exist instead of the whole 32-bit range.
-        self.new_end.next = self.new_start.val() + self.new_run.val();
-        self.first_a_out.next = self.first_a_in.val();
-        self.end_a_out.next = self.end_a_in.val();
-        self.first_b_out.next = self.first_b_in.val();
-        self.end_b_out.next = self.end_b_in.val();
-        if (self.new_kind.val() == 1) & (self.new_run.val() != 0) {
-            if self.new_start.val() < self.first_a_in.val() {
-                self.first_a_out.next = self.new_start.val();
-            }
-            if self.new_end.val() > self.end_a_in.val() {
-                self.end_a_out.next = self.new_end.val();
-            }
-        }
-        if (self.new_kind.val() == 2) & (self.new_run.val() != 0) {
-            if self.new_start.val() < self.first_b_in.val() {
-                self.first_b_out.next = self.new_start.val();
-            }
-            if self.new_end.val() > self.end_b_in.val() {
-                self.end_b_out.next = self.new_end.val();
-            }
-        }
-        self.capacity_out.next = self.capacity_in.val();
-        self.shared_out.next = self.shared_in.val();
-        if self.user_ok.val() {
-            if self.capacity_in.val() > self.max.val() - self.fair.val() {
-                self.capacity_out.next = self.max.val();
-            } else {
-                self.capacity_out.next = self.capacity_in.val() + self.fair.val();
-            }
-            if self.shared_in.val() > self.max.val() - self.free.val() {
-                self.shared_out.next = self.max.val();
-            } else {
-                self.shared_out.next = self.shared_in.val() + self.free.val();
-            }
-        }
-        // This user's error bits (none for the padding beyond `n_users`).
-        self.error_bits.next = 0.into();
-        if self.user_ok.val() & self.demand_error.val() & self.credit_error.val() {
-            self.error_bits.next = 3.into();
-        } else if self.user_ok.val() & self.demand_error.val() {
-            self.error_bits.next = 1.into();
-        } else if self.user_ok.val() & self.credit_error.val() {
-            self.error_bits.next = 2.into();
-        }
-        self.error_out.next = self.error_in.val() | self.error_bits.val();
+        self.ne5.d.next = bits::<2>(0)
+            .replace_bit(0, self.fl4.q.val().get_bit(5) & self.fl4.q.val().get_bit(4))
+            .replace_bit(1, self.fl4.q.val().get_bit(5) & self.credit_error.val());
 
-        // SEARCH and FINAL: counts of the stored runs below the probes.
-        self.count_a.start.next = self.start_ram.read_data.val();
-        self.count_b.start.next = self.start_ram.read_data.val();
-        self.count_a.run.next = 0.into();
-        self.count_b.run.next = 0.into();
-        if self.kind_ram.read_data.val() == 1 {
-            self.count_a.run.next = self.run_ram.read_data.val();
+        // Stage 4 (FINAL): the keys below the threshold are taken; the tie-break slice
+        // comes later (`grant`).
+        self.borrower4.next = self.kd4.q.val().get_bits::<2>(0) == 1;
+        self.donor4.next = self.kd4.q.val().get_bits::<2>(0) == 2;
+        self.at_a.next = self.count[0].at.val() & self.borrower4.val();
+        self.at_b.next = self.count[0].at.val() & self.donor4.val();
+        self.taken4.next = 0.into();
+        if (self.karma.val() & self.borrower4.val()) | (self.maxmin.val() & self.donor4.val()) {
+            self.taken4.next = self.count[0].count.val();
         }
-        if self.kind_ram.read_data.val() == 2 {
-            self.count_b.run.next = self.run_ram.read_data.val();
+        self.al_d[0].d.next = self.bs4.q.val() + self.taken4.val();
+        self.cd_d[0].d.next = self.c1_4.q.val();
+        if self.karma.val() & self.borrower4.val() {
+            self.cd_d[0].d.next = self.c1_4.q.val() - self.count[0].count.val();
         }
-        self.count_a.probe[0].next = self.probe_a0.val();
-        self.count_b.probe[0].next = self.probe_b0.val();
-        self.count_a.sum_in[0].next = self.count_a_in0.val();
-        self.count_b.sum_in[0].next = self.count_b_in0.val();
-        self.count_a_out0.next = self.count_a.sum_out[0].val();
-        self.count_b_out0.next = self.count_b.sum_out[0].val();
-        self.count_a.probe[1].next = self.probe_a1.val();
-        self.count_b.probe[1].next = self.probe_b1.val();
-        self.count_a.sum_in[1].next = self.count_a_in1.val();
-        self.count_b.sum_in[1].next = self.count_b_in1.val();
-        self.count_a_out1.next = self.count_a.sum_out[1].val();
-        self.count_b_out1.next = self.count_b.sum_out[1].val();
-        self.count_a.probe[2].next = self.probe_a2.val();
-        self.count_b.probe[2].next = self.probe_b2.val();
-        self.count_a.sum_in[2].next = self.count_a_in2.val();
-        self.count_b.sum_in[2].next = self.count_b_in2.val();
-        self.count_a_out2.next = self.count_a.sum_out[2].val();
-        self.count_b_out2.next = self.count_b.sum_out[2].val();
+        if self.karma.val() & self.donor4.val() {
+            self.cd_d[0].d.next = self.c1_4.q.val() + self.count[0].count.val();
+        }
+        self.fl_d[0].d.next = bits::<4>(0)
+            .replace_bit(0, (self.karma.val() & self.borrower4.val()) | (self.maxmin.val() & self.donor4.val()))
+            .replace_bit(1, self.karma.val() & self.donor4.val())
+            .replace_bit(2, self.karma.val() & self.borrower4.val())
+            .replace_bit(3, self.kd4.q.val().get_bit(2));
 
-        // FINAL: a key exactly at the threshold takes one of the slices left, in index
-        // order along the chain.
-        self.grant_a.next = 0.into();
-        self.grant_b.next = 0.into();
-        if (self.kind_ram.read_data.val() == 1)
-            & (self.probe_a0.val() >= self.start_ram.read_data.val())
-            & (self.probe_a0.val() - self.start_ram.read_data.val() < self.run_ram.read_data.val())
-            & (self.rest_a_in.val() != 0)
-        {
-            self.grant_a.next = 1.into();
+        // SEARCH (cycle 4) and LOAD (cycle 5): sums; LOAD (cycle 6): key ranges.
+        self.search_row.next = (self.valid.q.val() & self.search_bit.val()) != 0;
+        self.load_write.next = self.load.val() & ((self.valid.q.val() & self.load_bit.val()) != 0);
+        for j in 0..PROBES {
+            self.sum_a[j].x.next = self.count[j].count.val();
+            self.sum_b[j].x.next = self.count[j].count.val();
+            self.sum_a[j].add.next = self.search.val() & self.search_row.val() & self.borrower4.val();
+            self.sum_b[j].add.next = self.search.val() & self.search_row.val() & self.donor4.val();
+            self.sum_a[j].shift.next = self.shift_l.q.val();
+            self.sum_b[j].shift.next = self.shift_l.q.val();
         }
-        if (self.kind_ram.read_data.val() == 2)
-            & (self.probe_b0.val() >= self.start_ram.read_data.val())
-            & (self.probe_b0.val() - self.start_ram.read_data.val() < self.run_ram.read_data.val())
-            & (self.rest_b_in.val() != 0)
-        {
-            self.grant_b.next = 1.into();
+        if self.load.val() {
+            self.sum_a[0].x.next = self.nr5.q.val();
+            self.sum_b[0].x.next = self.nr5.q.val();
+            self.sum_a[0].add.next = self.load_write.val() & (self.nk5.q.val() == 1);
+            self.sum_b[0].add.next = self.load_write.val() & (self.nk5.q.val() == 2);
         }
-        self.rest_a_out.next = self.rest_a_in.val() - self.grant_a.val();
-        self.rest_b_out.next = self.rest_b_in.val() - self.grant_b.val();
-        self.take_a.next = self.count_a.count[0].val() + self.grant_a.val();
-        self.take_b.next = self.count_b.count[0].val() + self.grant_b.val();
-        self.alloc.next = 0.into();
-        // Karma: a borrower's taken keys are slices; a donor's are donations used (they
-        // earn credits, not slices). Max-min: the taken keys are the slices.
-        if self.user_ok.val() {
-            if self.mode.val() == self.mode_maxmin.val() {
-                self.alloc.next = self.base_ram.read_data.val() + self.take_b.val();
-            } else {
-                self.alloc.next = self.base_ram.read_data.val() + self.take_a.val();
+        self.sum_a[0].shift_in.next = self.sum_a_in0.val();
+        self.sum_a[1].shift_in.next = self.sum_a_in1.val();
+        self.sum_a[2].shift_in.next = self.sum_a_in2.val();
+        self.sum_b[0].shift_in.next = self.sum_b_in0.val();
+        self.sum_b[1].shift_in.next = self.sum_b_in1.val();
+        self.sum_b[2].shift_in.next = self.sum_b_in2.val();
+        self.sum_a_out0.next = self.sum_a[0].q.val();
+        self.sum_a_out1.next = self.sum_a[1].q.val();
+        self.sum_a_out2.next = self.sum_a[2].q.val();
+        self.sum_b_out0.next = self.sum_b[0].q.val();
+        self.sum_b_out1.next = self.sum_b[1].q.val();
+        self.sum_b_out2.next = self.sum_b[2].q.val();
+        if self.shift_l.q.val() {
+            self.err.d.next = self.err_in.val();
+        } else if self.load_write.val() {
+            self.err.d.next = self.err.q.val() | self.ne5.q.val();
+        }
+        self.err_out.next = self.err.q.val();
+        self.nk6.d.next = self.nk5.q.val();
+        self.nfs6.d.next = !self.ns5.q.val();
+        self.end6.d.next = self.ns5.q.val() + self.nr5.q.val();
+        self.rnz6.d.next = self.nr5.q.val() != 0;
+        self.range_row.next = self.load.val() & ((self.valid.q.val() & self.range_bit.val()) != 0);
+        self.range_a.next = self.range_row.val() & (self.nk6.q.val() == 1) & self.rnz6.q.val();
+        self.range_b.next = self.range_row.val() & (self.nk6.q.val() == 2) & self.rnz6.q.val();
+        self.nfirst_a.x.next = self.nfs6.q.val();
+        self.end_a.x.next = self.end6.q.val();
+        self.nfirst_b.x.next = self.nfs6.q.val();
+        self.end_b.x.next = self.end6.q.val();
+        self.nfirst_a.take.next = self.range_a.val();
+        self.end_a.take.next = self.range_a.val();
+        self.nfirst_b.take.next = self.range_b.val();
+        self.end_b.take.next = self.range_b.val();
+        self.nfirst_a.shift.next = self.shift_l.q.val();
+        self.end_a.shift.next = self.shift_l.q.val();
+        self.nfirst_b.shift.next = self.shift_l.q.val();
+        self.end_b.shift.next = self.shift_l.q.val();
+        self.nfirst_a.shift_in.next = self.nfirst_a_in.val();
+        self.end_a.shift_in.next = self.end_a_in.val();
+        self.nfirst_b.shift_in.next = self.nfirst_b_in.val();
+        self.end_b.shift_in.next = self.end_b_in.val();
+        self.nfirst_a_out.next = self.nfirst_a.q.val();
+        self.end_a_out.next = self.end_a.q.val();
+        self.nfirst_b_out.next = self.nfirst_b.q.val();
+        self.end_b_out.next = self.end_b.q.val();
+
+        // FINAL, cycle GRANT_CYCLE: the tie-break slice (the loop only names the last
+        // element of the delay line).
+        for k in (DELAY - 1)..DELAY {
+            self.alloc_f.d.next = self.al_d[k].q.val();
+            if self.grant.val() & self.fl_d[k].q.val().get_bit(0) {
+                self.alloc_f.d.next = self.al_d[k].q.val() + 1;
             }
+            self.credit_f.d.next = self.cd_d[k].q.val();
+            if self.grant.val() & self.fl_d[k].q.val().get_bit(1) {
+                self.credit_f.d.next = self.cd_d[k].q.val() + 1;
+            }
+            if self.grant.val() & self.fl_d[k].q.val().get_bit(2) {
+                self.credit_f.d.next = self.cd_d[k].q.val() - 1;
+            }
+            self.ok_f.d.next = self.fl_d[k].q.val().get_bit(3);
         }
-        self.final_credit.next = self.credit_ram.read_data.val();
-        if self.mode.val() == self.mode_karma.val() {
-            self.final_credit.next = self.c1.val() - self.take_a.val() + self.take_b.val();
+
+        // Writes: LOAD's runs (cycle 5), FINAL's results (cycle FINAL_LATENCY), the
+        // credit port while idle.
+        self.final_write.next = self.fin.val() & ((self.valid.q.val() & self.final_bit.val()) != 0);
+        self.start_ram.write_address.next = self.wr_ctr.q.val();
+        self.run_ram.write_address.next = self.wr_ctr.q.val();
+        self.base_ram.write_address.next = self.wr_ctr.q.val();
+        self.kind_ram.write_address.next = self.wr_ctr.q.val();
+        self.start_ram.write_data.next = self.ns5.q.val();
+        self.run_ram.write_data.next = self.nr5.q.val();
+        self.kind_ram.write_data.next =
+            bits::<3>(0).replace_bit(2, self.ok5.q.val()) | bit_cast::<3, 2>(self.nk5.q.val());
+        self.base_ram.write_data.next = self.nb5.q.val();
+        if self.fin.val() {
+            self.base_ram.write_data.next = self.alloc_f.q.val();
         }
-        self.credit.next = self.final_credit.val();
-        self.credit_ram.write_data.next = self.final_credit.val();
-        if self.use_host_credit.val() {
+        self.start_ram.write_enable.next = self.load_write.val();
+        self.run_ram.write_enable.next = self.load_write.val();
+        self.kind_ram.write_enable.next = self.load_write.val();
+        self.base_ram.write_enable.next = self.load_write.val() | self.final_write.val();
+        if self.load_write.val() | self.final_write.val() {
+            self.wr_ctr.d.next = self.wr_ctr.q.val() + 1;
+        }
+        self.credit_ram.write_address.next = self.wr_ctr.q.val();
+        self.credit_ram.write_data.next = self.credit_f.q.val();
+        self.credit_ram.write_enable.next = self.final_write.val() & self.ok_f.q.val();
+        if self.idle.val() {
+            self.credit_ram.write_address.next = self.credit_row.val();
             self.credit_ram.write_data.next = self.host_credit.val();
+            self.credit_ram.write_enable.next = self.credit_write.val();
         }
-        self.credit_ram.write_enable.next = self.write_credit.val() & (self.user_ok.val() | self.use_host_credit.val());
     }
 }

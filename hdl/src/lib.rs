@@ -19,12 +19,15 @@
 //! depend on the driver, the emulator or anything above them.
 
 pub mod axi_top;
+pub mod build;
 pub mod bus_testbench;
 pub mod catalog;
 pub mod count_lane;
 pub mod engine;
 pub mod engine_sim;
+pub mod grant;
 pub mod lane;
 pub mod oracle;
+pub mod reduce;
 pub mod search;
 pub mod verilog;

@@ -1,9 +1,16 @@
 //! One threshold search of the engine: the interval `[lo, hi)` that holds the
 //! `target`-th smallest key, narrowed by four each pass from the counts at three probes.
 //! The engine has two (Karma's borrowers and donors; max-min uses one).
+//!
+//! Every step is registered and at most one carry chain deep: the narrowing takes two
+//! cycles (`update1`, `update2`), and the next probes follow the interval through a
+//! free-running pipeline of [`PROBE_LATENCY`] cycles.
 
 use crate::count_lane::PROBES;
 use rust_hdl::prelude::*;
+
+/// Cycles from a change of the interval to the probes (and `more`) that follow from it.
+pub const PROBE_LATENCY: usize = 5;
 
 /// A radix-4 threshold search. Invariant while active: fewer than `target` keys lie
 /// below `lo`, at least `target` below `hi`.
@@ -24,27 +31,41 @@ pub struct SearchUnit {
     pub first: Signal<In, Bits<32>>,
     /// One past the highest key (every key lies below it).
     pub beyond: Signal<In, Bits<32>>,
-    /// Narrow the interval from `count` (keys below each probe, after a pass).
-    pub update: Signal<In, Bit>,
+    /// Narrowing, first cycle: compare `count` (keys below each probe, after a pass)
+    /// with the target.
+    pub update1: Signal<In, Bit>,
+    /// Narrowing, second cycle (the cycle after `update1`): the new interval.
+    pub update2: Signal<In, Bit>,
     /// Decide whether another pass is needed (refreshes `active`).
     pub check: Signal<In, Bit>,
-    /// Keys below each probe.
+    /// Keys below each probe (held from `update1` through `update2`).
     pub count: [Signal<In, Bits<32>>; PROBES],
-    /// Probes for the next pass: `lo + k max((hi - lo) / 4, 1)`, clamped to `hi`.
+    /// Probes for the next pass: `lo + k max((hi - lo) / 4, 1)`, clamped to `hi`
+    /// ([`PROBE_LATENCY`] cycles after the interval changed).
     pub probe: [Signal<Out, Bits<32>>; PROBES],
     /// The threshold once done: the `target`-th smallest key.
     pub threshold: Signal<Out, Bits<32>>,
-    /// Keys to give at the threshold: `target - keys below it`.
+    /// Keys to give at the threshold: `target - keys below it` (one cycle after the
+    /// interval changed).
     pub rest: Signal<Out, Bits<32>>,
-    /// Another pass is needed.
+    /// Another pass is needed (two cycles after the interval changed).
     pub more: Signal<Out, Bit>,
     target_r: DFF<Bits<32>>,
     lo: DFF<Bits<32>>,
     hi: DFF<Bits<32>>,
     lo_count: DFF<Bits<32>>,
     active: DFF<Bit>,
-    len: Signal<Local, Bits<32>>,
-    step: Signal<Local, Bits<32>>,
+    below: [DFF<Bit>; PROBES],
+    len: DFF<Bits<32>>,
+    step: DFF<Bits<32>>,
+    step3: DFF<Bits<32>>,
+    candidate: [DFF<Bits<32>>; PROBES],
+    in_range: [DFF<Bit>; PROBES],
+    probe_r: [DFF<Bits<32>>; PROBES],
+    more_r: DFF<Bit>,
+    rest_r: DFF<Bits<32>>,
+    quarter: Signal<Local, Bits<32>>,
+    step2: Signal<Local, Bits<32>>,
     max: Constant<Bits<32>>,
 }
 
@@ -58,7 +79,8 @@ impl Default for SearchUnit {
             init: Default::default(),
             first: Default::default(),
             beyond: Default::default(),
-            update: Default::default(),
+            update1: Default::default(),
+            update2: Default::default(),
             check: Default::default(),
             count: Default::default(),
             probe: Default::default(),
@@ -70,8 +92,17 @@ impl Default for SearchUnit {
             hi: Default::default(),
             lo_count: Default::default(),
             active: Default::default(),
+            below: Default::default(),
             len: Default::default(),
             step: Default::default(),
+            step3: Default::default(),
+            candidate: Default::default(),
+            in_range: Default::default(),
+            probe_r: Default::default(),
+            more_r: Default::default(),
+            rest_r: Default::default(),
+            quarter: Default::default(),
+            step2: Default::default(),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
         }
     }
@@ -80,27 +111,42 @@ impl Default for SearchUnit {
 impl Logic for SearchUnit {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, target_r, lo, hi, lo_count, active);
-        self.len.next = self.hi.q.val() - self.lo.q.val();
-        self.step.next = self.len.val() >> 2;
-        if self.step.val() == 0 {
-            self.step.next = 1.into();
+        dff_setup!(self, clock, target_r, lo, hi, lo_count, active, len, step, step3, more_r, rest_r);
+        for j in 0..PROBES {
+            self.below[j].clock.next = self.clock.val();
+            self.candidate[j].clock.next = self.clock.val();
+            self.in_range[j].clock.next = self.clock.val();
+            self.probe_r[j].clock.next = self.clock.val();
+            self.below[j].d.next = self.below[j].q.val();
         }
-        self.probe[0].next = self.hi.q.val();
-        self.probe[1].next = self.hi.q.val();
-        self.probe[2].next = self.hi.q.val();
-        if self.step.val() < self.len.val() {
-            self.probe[0].next = self.lo.q.val() + self.step.val();
+        // The probes, one stage per cycle: the length, the step, its multiples, the
+        // probes and whether they lie inside the interval, the clamp.
+        self.len.d.next = self.hi.q.val() - self.lo.q.val();
+        self.quarter.next = self.len.q.val() >> 2;
+        self.step.d.next = self.quarter.val();
+        if self.quarter.val() == 0 {
+            self.step.d.next = 1.into();
         }
-        if self.step.val() + self.step.val() < self.len.val() {
-            self.probe[1].next = self.lo.q.val() + self.step.val() + self.step.val();
+        self.step2.next = self.step.q.val() << 1;
+        self.step3.d.next = self.step.q.val() + self.step2.val();
+        self.candidate[0].d.next = self.lo.q.val() + self.step.q.val();
+        self.candidate[1].d.next = self.lo.q.val() + self.step2.val();
+        self.candidate[2].d.next = self.lo.q.val() + self.step3.q.val();
+        self.in_range[0].d.next = self.step.q.val() < self.len.q.val();
+        self.in_range[1].d.next = self.step2.val() < self.len.q.val();
+        self.in_range[2].d.next = self.step3.q.val() < self.len.q.val();
+        for j in 0..PROBES {
+            self.probe_r[j].d.next = self.hi.q.val();
+            if self.in_range[j].q.val() {
+                self.probe_r[j].d.next = self.candidate[j].q.val();
+            }
+            self.probe[j].next = self.probe_r[j].q.val();
         }
-        if self.step.val() + self.step.val() + self.step.val() < self.len.val() {
-            self.probe[2].next = self.lo.q.val() + self.step.val() + self.step.val() + self.step.val();
-        }
+        self.more_r.d.next = self.active.q.val() & (self.len.q.val() > 1);
+        self.more.next = self.more_r.q.val();
+        self.rest_r.d.next = self.target_r.q.val() - self.lo_count.q.val();
+        self.rest.next = self.rest_r.q.val();
         self.threshold.next = self.lo.q.val();
-        self.rest.next = self.target_r.q.val() - self.lo_count.q.val();
-        self.more.next = self.active.q.val() & (self.len.val() > 1);
         if self.load_target.val() {
             self.target_r.d.next = self.target.val();
         }
@@ -119,25 +165,30 @@ impl Logic for SearchUnit {
         }
         // Counts grow with the probe: the last probe below the target is the new low
         // end, the first at or above it the new high end.
-        if self.update.val() & self.active.q.val() {
+        if self.update1.val() {
             for j in 0..PROBES {
-                if self.count[j].val() < self.target_r.q.val() {
-                    self.lo.d.next = self.probe[j].val();
+                self.below[j].d.next = self.count[j].val() < self.target_r.q.val();
+            }
+        }
+        if self.update2.val() & self.active.q.val() {
+            for j in 0..PROBES {
+                if self.below[j].q.val() {
+                    self.lo.d.next = self.probe_r[j].q.val();
                     self.lo_count.d.next = self.count[j].val();
                 }
             }
-            if self.count[2].val() >= self.target_r.q.val() {
-                self.hi.d.next = self.probe[2].val();
+            if !self.below[2].q.val() {
+                self.hi.d.next = self.probe_r[2].q.val();
             }
-            if self.count[1].val() >= self.target_r.q.val() {
-                self.hi.d.next = self.probe[1].val();
+            if !self.below[1].q.val() {
+                self.hi.d.next = self.probe_r[1].q.val();
             }
-            if self.count[0].val() >= self.target_r.q.val() {
-                self.hi.d.next = self.probe[0].val();
+            if !self.below[0].q.val() {
+                self.hi.d.next = self.probe_r[0].q.val();
             }
         }
         if self.check.val() {
-            self.active.d.next = self.active.q.val() & (self.len.val() > 1);
+            self.active.d.next = self.more_r.q.val();
         }
     }
 }

@@ -8,10 +8,10 @@ use rust_hdl::prelude::*;
 /// The Verilog of an engine with `P` lanes and `2^A` rows, after RustHDL's checks
 /// (connectivity, logic loops, writes to inputs).
 pub fn engine_verilog<const P: usize, const A: usize>() -> Result<String, HdlError> {
-    let mut uut = Engine::<P, A>::new();
+    let mut uut = crate::build::boxed(Engine::<P, A>::new);
     uut.connect_all();
-    check_all(&uut).map_err(|e| HdlError::Verilog(format!("the engine fails RustHDL's checks: {e:?}")))?;
-    Ok(generate_verilog(&uut))
+    check_all(&*uut).map_err(|e| HdlError::Verilog(format!("the engine fails RustHDL's checks: {e:?}")))?;
+    Ok(generate_verilog(&*uut))
 }
 
 /// A Verilog wrapper `engine_shell` around `top` that packs the per-lane ports into
@@ -59,10 +59,10 @@ pub fn engine_shell<const P: usize, const A: usize>() -> String {
 /// The Verilog of the device top level ([`crate::axi_top::AxiTop`]: engine, AXI4-Lite
 /// registers, AXI-Stream ports) with `P` lanes and `2^A` rows; the top module is `top`.
 pub fn device_verilog<const P: usize, const A: usize>() -> Result<String, HdlError> {
-    let mut uut = crate::axi_top::AxiTop::<P, A>::new();
+    let mut uut = crate::build::boxed(crate::axi_top::AxiTop::<P, A>::new);
     uut.connect_all();
-    check_all(&uut).map_err(|e| HdlError::Verilog(format!("the AXI top level fails RustHDL's checks: {e:?}")))?;
-    Ok(generate_verilog(&uut))
+    check_all(&*uut).map_err(|e| HdlError::Verilog(format!("the AXI top level fails RustHDL's checks: {e:?}")))?;
+    Ok(generate_verilog(&*uut))
 }
 
 /// A Verilog wrapper `fairshare_device` around the device's `top` with the port names

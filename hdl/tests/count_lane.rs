@@ -1,25 +1,47 @@
 #![allow(clippy::unwrap_used, missing_docs)]
-use fairshare_hdl::count_lane::{CountLane, PROBES};
+use fairshare_hdl::count_lane::CountLane;
 use rust_hdl::prelude::*;
 
+fn tick(lane: &mut CountLane) {
+    lane.clock.next = true.into();
+    assert!(simulate(lane, 100));
+    lane.clock.next = false.into();
+    assert!(simulate(lane, 100));
+}
+
+/// The two stages: `probe` and `start` in one cycle, `run` in the next, the count and
+/// whether the probe is a key after the second edge; a new user every cycle.
 #[test]
-fn lane_counts_keys_below_probes() {
+fn lane_counts_keys_below_the_probe() {
     let mut lane = CountLane::new();
     lane.connect_all();
-    for (start, run, probes, sums, want) in [
-        (10u64, 5u64, [9u64, 12, 20], [0u64, 7, 1], [0u64, 9, 6]),
-        (0, 0, [1, 100, 0xFFFF_FFFF], [3, 3, 3], [3, 3, 3]),
-        (1, 4, [1, 2, 5], [0, 0, 0xFFFF_FFFE], [0, 1, 0xFFFF_FFFF]),
-    ] {
-        lane.start.next = start.into();
-        lane.run.next = run.into();
-        for j in 0..PROBES {
-            lane.probe[j].next = probes[j].into();
-            lane.sum_in[j].next = sums[j].into();
+    // (probe, start, run, keys below the probe, probe is a key)
+    let cases = [
+        (9u64, 10u64, 5u64, 0u64, false),
+        (12, 10, 5, 2, true),
+        (20, 10, 5, 5, false),
+        (10, 10, 5, 0, true),
+        (14, 10, 5, 4, true),
+        (15, 10, 5, 5, false),
+        (100, 0, 0, 0, false),
+        (0xFFFF_FFFF, 1, 0x7FFF_FFFF, 0x7FFF_FFFF, false),
+        (0xFFFF_FFFF, 0x8000_0001, 0x7FFF_FFFF, 0x7FFF_FFFE, true),
+        (0, 0xFFFF_FFFF, 1, 0, false),
+    ];
+    for c in 0..=cases.len() {
+        if let Some(&(probe, start, ..)) = cases.get(c) {
+            lane.probe.next = probe.into();
+            lane.start.next = start.into();
         }
-        assert!(simulate(&mut lane, 100));
-        for j in 0..PROBES {
-            assert_eq!(lane.sum_out[j].val(), Bits::<32>::from(want[j]), "start {start} run {run} probe {}", probes[j]);
+        if c >= 1 {
+            lane.run.next = cases[c - 1].2.into();
+        }
+        tick(&mut lane);
+        if c >= 1 {
+            // The user given one cycle before this edge's.
+            let (probe, start, run, below, at) = cases[c - 1];
+            assert_eq!(lane.count.val(), Bits::<32>::from(below), "probe {probe} start {start} run {run}");
+            assert_eq!(lane.at.val(), at, "probe {probe} start {start} run {run}");
         }
     }
     check_all(&lane).unwrap();

@@ -50,5 +50,5 @@ pub fn random_quantum(rng: &mut impl Rng, n: usize, f: u32) -> (u8, Vec<u32>) {
 
 /// Cycles of a quantum on `n` users and `p` lanes that needed no threshold search.
 pub fn cycles_without_search(n: usize, p: usize) -> u32 {
-    (4 * n.div_ceil(p) + 5) as u32
+    fairshare_hdl::engine::cycles(n, p, 0) as u32
 }
