@@ -247,8 +247,7 @@ impl Intervals {
             self.top.resize(users, 0);
             self.len.resize(users, 0);
         }
-        let (user, top, len) = (&mut self.user[..users], &mut self.top[..users], &mut self.len[..users]);
-        Filler { user, top, len, n: 0 }
+        Filler { user: &mut self.user, top: &mut self.top, len: &mut self.len, n: 0 }
     }
 
     /// Takes the `n` entries a filler kept, with their total length and key range: one
