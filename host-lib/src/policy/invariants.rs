@@ -182,15 +182,21 @@ const NARROW: u64 = 1 << 29;
 /// (every word is read once: this runs on the caller's critical path for every device
 /// quantum), with the allocations' total. A user with `d`, `a`, balance `b` before and
 /// `c` after, borrowing `over = max(a - g, 0)`: `min(d, g) <= a <= d`, and
-/// `lo <= c <= lo + max(g - d, 0)` with `lo = b + free - over` (a borrower pays exactly
-/// what it borrowed, and then `max(g - d, 0)` is 0 because `a <= d`; a donor earns at
-/// most what it left unused). Each condition is a difference that must not be negative:
-/// their OR's sign bit is the verdict. The arithmetic wraps, and the verdict counts only
-/// when every word is below [`NARROW`] (then nothing wraps): `None` otherwise.
+/// `lo <= c <= lo + g - min(d, g)` with `lo = b + free - over` (a borrower pays exactly
+/// what it borrowed, and then `g - min(d, g)` is 0 because `g < a <= d`; a donor earns
+/// at most what it left unused). Each condition is a difference that must not be
+/// negative: their OR's sign bit is the verdict.
 ///
-/// Blocks of [`LANES`] x [`ROWS`] users keep their sums in `u32` lanes (each term is
-/// below 2^29, so [`ROWS`] of them fit), widened once per block: the loop then runs in
-/// vector registers even without wide integer instructions.
+/// The balance (donors earn no more than borrowers pay, `sum(earned) <= sum(over)`)
+/// needs no per-user terms: where every user's condition holds, a user earns `c - lo`
+/// (a borrower's `c` is `lo`, and earns nothing), so the balance is
+/// `sum(c - b - free + over) <= sum(over)`, that is `sum(c - b) <= n * free`.
+///
+/// The arithmetic wraps, and the verdict counts only when every word is below
+/// [`NARROW`] (then nothing wraps): `None` otherwise. Blocks of [`LANES`] x [`ROWS`]
+/// users keep their sums in 32-bit lanes (each term is below 2^29 in size, so [`ROWS`]
+/// of them fit), widened once per block: the loop then runs in vector registers even
+/// without wide integer instructions.
 fn karma_narrow(
     g: i32,
     free: i32,
@@ -202,10 +208,10 @@ fn karma_narrow(
     let n = demand.len();
     let (alloc, before, after) = (&alloc[..n], &before[..n], &after[..n]);
     let (mut bad, mut high) = ([0i32; LANES], [0u32; LANES]);
-    let (mut total, mut borrowed, mut earned) = (0u64, 0u64, 0u64);
+    let (mut total, mut gained) = (0u64, 0i64);
     let blocked = n / (LANES * ROWS) * (LANES * ROWS);
     for block in (0..blocked).step_by(LANES * ROWS) {
-        let (mut t, mut o, mut e) = ([0u32; LANES], [0u32; LANES], [0u32; LANES]);
+        let (mut t, mut s) = ([0u32; LANES], [0i32; LANES]);
         for row in (block..block + LANES * ROWS).step_by(LANES) {
             let r = row..row + LANES;
             let (d, a, b, c) = (&demand[r.clone()], &alloc[r.clone()], &before[r.clone()], &after[r]);
@@ -213,21 +219,20 @@ fn karma_narrow(
                 let user = KarmaWords::of(g, free, d[i], a[i], b[i], c[i]);
                 (bad[i], high[i]) = (bad[i] | user.bad, high[i] | user.high);
                 t[i] = t[i].wrapping_add(a[i]);
-                o[i] = o[i].wrapping_add(user.over);
-                e[i] = e[i].wrapping_add(user.earned);
+                s[i] = s[i].wrapping_add(user.gained);
             }
         }
         for i in 0..LANES {
-            (total, borrowed, earned) = (total + t[i] as u64, borrowed + o[i] as u64, earned + e[i] as u64);
+            (total, gained) = (total + t[i] as u64, gained + s[i] as i64);
         }
     }
     let (mut bad, mut high) = (bad.iter().fold(0, |x, y| x | y), high.iter().fold(0, |x, y| x | y));
     for u in blocked..n {
         let user = KarmaWords::of(g, free, demand[u], alloc[u], before[u], after[u]);
         (bad, high) = (bad | user.bad, high | user.high);
-        (total, borrowed, earned) = (total + alloc[u] as u64, borrowed + user.over as u64, earned + user.earned as u64);
+        (total, gained) = (total + alloc[u] as u64, gained + user.gained as i64);
     }
-    ((high as u64) < NARROW).then_some((bad >= 0 && earned <= borrowed, total))
+    ((high as u64) < NARROW).then_some((bad >= 0 && gained <= n as i64 * free as i64, total))
 }
 
 /// Users per block of [`karma_narrow`], side by side (one vector register's worth of
@@ -237,16 +242,14 @@ const LANES: usize = 8;
 const ROWS: usize = 4;
 
 /// One user's part of [`karma_narrow`], with wrapping `i32` arithmetic and the
-/// branch-free `max(x, 0)` and `min(x, y)` of sign masks.
+/// branch-free `max(x, 0)` of a sign mask.
 struct KarmaWords {
     /// Negative if an invariant breaks.
     bad: i32,
     /// The OR of the words.
     high: u32,
-    /// Slices borrowed (paid for).
-    over: u32,
-    /// Credits earned.
-    earned: u32,
+    /// The balance's change, `c - b`.
+    gained: i32,
 }
 
 impl KarmaWords {
@@ -255,14 +258,12 @@ impl KarmaWords {
         let positive = |x: i32| x & !(x >> 31);
         let high = d | a | b | c;
         let (d, a, b, c) = (d as i32, a as i32, b as i32, c as i32);
-        let over = positive(a.wrapping_sub(g));
-        let start = b.wrapping_add(free);
-        let lo = start.wrapping_sub(over);
-        let hi = lo.wrapping_add(positive(g.wrapping_sub(d)));
+        let lo = b.wrapping_add(free).wrapping_sub(positive(a.wrapping_sub(g)));
         // min(d, g) = d - max(d - g, 0)
         let floor = d.wrapping_sub(positive(d.wrapping_sub(g)));
+        let hi = lo.wrapping_add(g.wrapping_sub(floor));
         let bad = d.wrapping_sub(a) | a.wrapping_sub(floor) | c.wrapping_sub(lo) | hi.wrapping_sub(c);
-        KarmaWords { bad, high, over: over as u32, earned: positive(c.wrapping_sub(start)) as u32 }
+        KarmaWords { bad, high, gained: c.wrapping_sub(b) }
     }
 }
 
