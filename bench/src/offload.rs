@@ -11,6 +11,9 @@
 //! - `device_ns`: what the device reported for its own work;
 //! - `host_overhead_ns`: round trip minus device time (the protocol's cost);
 //! - `critical_path_ns`: the whole `Offload::allocate`, checks included;
+//! - `beyond_device_ns`: each quantum's critical path minus its own device time (what
+//!   the caller waited for beyond the device: protocol, admission, checks), taken per
+//!   quantum, so that its median is not the difference of two medians;
 //! - `verifier_ns`: the exact software check of one quantum (the software's own quantum
 //!   with `sync`; otherwise a check, by the caller while it waited for the device or by
 //!   the verifier thread: `checked_while_waiting`, `checked_by_thread` and
@@ -140,6 +143,8 @@ pub struct OffloadReport {
     pub host_overhead_ns: Spread,
     /// Everything the caller waited for.
     pub critical_path_ns: Spread,
+    /// Each quantum's critical path minus its device time.
+    pub beyond_device_ns: Spread,
     /// The exact check of one quantum.
     pub verifier_ns: Spread,
     /// Timed quanta whose allocations differed from the software's.
@@ -199,7 +204,7 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
     // First the offloaded pool, quantum after quantum, as a caller runs it; then the
     // software alone on the same demands (nothing else running: the device idle, the
     // verifier done), each quantum's allocation compared through its digest.
-    let mut t: [Vec<f64>; 6] = Default::default();
+    let mut t: [Vec<f64>; 7] = Default::default();
     let mut digests = Vec::with_capacity(total);
     // Warm-up, untimed: the warm-up quanta of every bench, and at least WARM_UP of wall
     // time, because the scheduler first runs a new emulator thread on its creator's core
@@ -223,6 +228,7 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
             (device, on_device),
             (round_trip - device, on_device),
             (timing.critical_path_ns as f64, on_device),
+            (timing.critical_path_ns as f64 - device, on_device),
             (timing.verifier_ns as f64, timing.verifier_ns > 0),
         ];
         for (column, (v, keep)) in t[1..].iter_mut().zip(values) {
@@ -243,7 +249,7 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
             mismatches += u64::from(digest(want) != *issued);
         }
     }
-    let [software, round_trip, device, overhead, critical, verifier] = t.map(Spread::of);
+    let [software, round_trip, device, overhead, critical, beyond, verifier] = t.map(Spread::of);
     Ok(OffloadReport {
         run: run.clone(),
         software_ns: software,
@@ -251,6 +257,7 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
         device_ns: device,
         host_overhead_ns: overhead,
         critical_path_ns: critical,
+        beyond_device_ns: beyond,
         verifier_ns: verifier,
         mismatches,
         fallback: offload.fallback().map(ToString::to_string),
@@ -303,6 +310,9 @@ mod tests {
                 r.critical_path_ns.median >= r.round_trip_ns.median,
                 "{verify}: the critical path holds the round trip"
             );
+            // Per quantum the critical path holds the device time.
+            assert!(r.beyond_device_ns.median > 0.0, "{verify}: {:?}", r.beyond_device_ns);
+            assert!(r.beyond_device_ns.median < r.critical_path_ns.median, "{verify}: {:?}", r.beyond_device_ns);
             let verified = r.verifier_ns.median > 0.0;
             assert_eq!(verified, verify != Verify::Invariants, "{verify}: {:?}", r.verifier_ns);
             let json = serde_json::to_value(&r).unwrap();

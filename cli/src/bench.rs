@@ -57,6 +57,7 @@ pub fn offload(run: &OffloadRun, json: bool) -> Result<(), CliError> {
         ("device (its own report)", r.device_ns),
         ("host overhead (round trip - device)", r.host_overhead_ns),
         ("critical path (what the caller waits for)", r.critical_path_ns),
+        ("beyond the device (critical path - device)", r.beyond_device_ns),
         ("verifier (one quantum's exact check)", r.verifier_ns),
     ]
     .into_iter()
@@ -67,6 +68,7 @@ pub fn offload(run: &OffloadRun, json: bool) -> Result<(), CliError> {
         run.users, run.quanta, run.backend, run.verify, run.workload, r.cores
     );
     print!("{}", table(&["per quantum", "median us", "p99 us"], &rows));
+    println!("beyond the device / software (medians): {:.3}", r.beyond_device_ns.median / r.software_ns.median);
     println!(
         "mismatches: {}; device quanta: {}; fallback: {}",
         r.mismatches,
