@@ -36,6 +36,11 @@ use std::time::{Duration, Instant};
 /// The least wall time of the untimed warm-up.
 pub const WARM_UP: Duration = Duration::from_millis(300);
 
+/// Quanta per block: the offloaded pool and the software alone take turns, a block each,
+/// on the same demands (several times [`fairshare::offload::VERIFIER_DEPTH`], so that
+/// the verifier, settled between blocks, reaches its steady state within one).
+pub const BLOCK: usize = 250;
+
 /// Lanes of the emulators a run starts itself.
 pub const EMULATOR_LANES: usize = 16;
 
@@ -201,14 +206,16 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
     }
     let total = crate::WARM_UP_QUANTA + run.quanta;
     let ring = run.workload.demands(users, total.min((RING_VALUES / users).max(2)), run.seed);
-    // First the offloaded pool, quantum after quantum, as a caller runs it; then the
-    // software alone on the same demands (nothing else running: the device idle, the
-    // verifier done), each quantum's allocation compared through its digest.
+    // The offloaded pool, quantum after quantum as a caller runs it, and the software
+    // alone on the same demands (nothing else running: the device idle, the verifier
+    // settled), in alternating blocks of BLOCK quanta, so that both see the machine in
+    // the same state (on a shared machine its speed drifts by tens of percent within
+    // seconds); each quantum's allocation is compared through its digest.
     let mut t: [Vec<f64>; 7] = Default::default();
-    let mut digests = Vec::with_capacity(total);
+    let mut digests = Vec::with_capacity(BLOCK);
     // Warm-up, untimed: the warm-up quanta of every bench, and at least WARM_UP of wall
     // time, because the scheduler first runs a new emulator thread on its creator's core
-    // and takes a while to give each its own.
+    // and takes a while to give each its own. The software follows it untimed.
     let begin = Instant::now();
     let mut warm = 0;
     while warm < crate::WARM_UP_QUANTA || begin.elapsed() < WARM_UP {
@@ -216,39 +223,49 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
         digests.push(digest(got));
         warm += 1;
     }
-    for q in warm..warm + run.quanta {
-        let got = offload.allocate(&ring[q % ring.len()]).map_err(|e| format!("quantum {q}: {e}"))?;
-        digests.push(digest(got));
-        let timing = offload.timing();
-        let device = timing.device_ns as f64;
-        let round_trip = timing.round_trip_ns as f64;
-        let on_device = timing.round_trip_ns > 0;
-        let values = [
-            (round_trip, on_device),
-            (device, on_device),
-            (round_trip - device, on_device),
-            (timing.critical_path_ns as f64, on_device),
-            (timing.critical_path_ns as f64 - device, on_device),
-            (timing.verifier_ns as f64, timing.verifier_ns > 0),
-        ];
-        for (column, (v, keep)) in t[1..].iter_mut().zip(values) {
-            if keep {
-                column.push(v);
+    let mut mismatches = 0;
+    let mut software = |from: usize, digests: &mut Vec<u64>, timed: Option<&mut Vec<f64>>| {
+        let mut times = timed;
+        for (q, issued) in (from..).zip(digests.drain(..)) {
+            let start = Instant::now();
+            let want = reference.allocate(&ring[q % ring.len()]).map_err(|e| format!("quantum {q}: {e}"))?;
+            let software_ns = start.elapsed().as_nanos() as f64;
+            if let Some(times) = times.as_mut() {
+                times.push(software_ns);
+                mismatches += u64::from(digest(want) != issued);
             }
         }
-    }
+        Ok::<(), String>(())
+    };
     offload.settle();
-    let checks = offload.checks();
-    let mut mismatches = 0;
-    for (q, issued) in digests.iter().enumerate() {
-        let start = Instant::now();
-        let want = reference.allocate(&ring[q % ring.len()]).map_err(|e| format!("quantum {q}: {e}"))?;
-        let software_ns = start.elapsed().as_nanos() as f64;
-        if q >= warm {
-            t[0].push(software_ns);
-            mismatches += u64::from(digest(want) != *issued);
+    software(0, &mut digests, None)?;
+    let end = warm + run.quanta;
+    for block in (warm..end).step_by(BLOCK) {
+        for q in block..(block + BLOCK).min(end) {
+            let got = offload.allocate(&ring[q % ring.len()]).map_err(|e| format!("quantum {q}: {e}"))?;
+            digests.push(digest(got));
+            let timing = offload.timing();
+            let device = timing.device_ns as f64;
+            let round_trip = timing.round_trip_ns as f64;
+            let on_device = timing.round_trip_ns > 0;
+            let values = [
+                (round_trip, on_device),
+                (device, on_device),
+                (round_trip - device, on_device),
+                (timing.critical_path_ns as f64, on_device),
+                (timing.critical_path_ns as f64 - device, on_device),
+                (timing.verifier_ns as f64, timing.verifier_ns > 0),
+            ];
+            for (column, (v, keep)) in t[1..].iter_mut().zip(values) {
+                if keep {
+                    column.push(v);
+                }
+            }
         }
+        offload.settle();
+        software(block, &mut digests, Some(&mut t[0]))?;
     }
+    let checks = offload.checks();
     let [software, round_trip, device, overhead, critical, beyond, verifier] = t.map(Spread::of);
     Ok(OffloadReport {
         run: run.clone(),

@@ -373,8 +373,8 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Time Karma quanta offloaded to a device, then the software alone on the same
-    /// demands, after a warm-up (20 quanta, at least 300 ms): median and p99 per quantum of the software alone, the
+    /// Time Karma quanta offloaded to a device and the software alone on the same
+    /// demands, in alternating blocks of 250 quanta, after a warm-up (20 quanta, at least 300 ms): median and p99 per quantum of the software alone, the
     /// round trip, the device's own time, the host's overhead, the caller's critical
     /// path and the verifier's time (docs/performance.md).
     Offload {
