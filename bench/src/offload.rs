@@ -3,8 +3,9 @@
 //!
 //! A run puts an equal-share pool (alpha = 1/2, [`crate::INITIAL_CREDITS`] each) on a
 //! device through [`Offload`] with a [`Verify`] mode and runs the quanta as a caller
-//! would; then, in the same run, it runs the same demands through a software
-//! [`Allocator`] alone (the device idle, the verifier done). After an untimed warm-up
+//! would and, in the same run, the same demands through a software [`Allocator`] alone
+//! (the device idle, the verifier settled), the two taking turns in blocks of [`BLOCK`]
+//! quanta so that both see the machine in the same state. After an untimed warm-up
 //! ([`crate::WARM_UP_QUANTA`] quanta and at least [`WARM_UP`]) it records per quantum:
 //! - `software_ns`: the batched software alone (the reference pool's `allocate`);
 //! - `round_trip_ns`: the device call, demands written to results read;
