@@ -236,12 +236,13 @@ fn plot_offload(dir: &Path, off: &[OffloadReport]) -> Result<(), String> {
 /// The offload section of the report.
 fn offload_markdown(md: &mut String, off: &[OffloadReport]) {
     let cores = off.first().map_or(0, |r| r.cores);
+    let block = offload::BLOCK;
     let _ = writeln!(
         md,
         "\n## The offload path, measured\n\n`fairshare_bench::offload` (what `fairshare bench offload` prints): a Karma pool \
          (bursty workload, f = 10) on a device through `Offload`, quantum after quantum as a caller runs it, and the batched \
-         software alone on the same demands in the same run, in alternating blocks of 250 quanta (the verifier settled \
-         between blocks), each after an untimed warm-up (20 quanta and at least 300 ms); \
+         software alone on the same demands in the same run, in alternating blocks of {block} quanta (the verifier \
+         settled between blocks), each after an untimed warm-up (20 quanta and at least 300 ms); \
          medians (p99 in brackets) per quantum, 1,000 quanta (200 from N = 16,384). `emulator`: the \
          emulated device with the engine's software model on a thread of this process, over the shared-memory protocol \
          (futex signalling, bulk copies); `rtl-sim`: the RustHDL engine in process (its device time is simulation time). \
