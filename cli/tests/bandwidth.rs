@@ -365,7 +365,11 @@ fn measured_demand_follows_what_tenants_send() {
         eprintln!("bandwidth: measured demand: {last}");
         let got = mean_between(&received(c, deadline), 4.0, 8.0);
         let sent = rates[u] as f64;
-        assert!((got - sent).abs() <= 0.1 * sent + 1.0, "tenant {}: sends {sent}, gets {got:.1} Mbit/s", NAMES[u]);
+        // One-sided: while the estimate ramps up a tenant is held back, and iperf3 then
+        // sends above its rate until its average since the start catches up (seen: 51
+        // Mbit/s received at 40 sent), so receiving more is iperf3's doing, not the
+        // estimate's; receiving less is the estimate holding a tenant back.
+        assert!(got >= 0.9 * sent - 1.0, "tenant {}: sends {sent}, gets {got:.1} Mbit/s", NAMES[u]);
     }
 }
 
