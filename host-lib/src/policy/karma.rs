@@ -212,61 +212,65 @@ pub fn batched(p: &KarmaParams, demand: &[u64], credits: &[Credits]) -> Result<O
 }
 
 /// One side of the quantum (borrowers or donors) as integer intervals of keys, in user
-/// index order: entry `i` is user `user[i]` with the keys `top[i] - len[i] + 1 ..=
-/// top[i]`. Keys are in units of the side's common step (the price for borrowers, one
-/// credit for donors) and donors' keys are negated, so that both sides take their
-/// *largest* keys. The vectors only grow (to the pool size); `n` entries are in use.
+/// index order: an entry holds user `user` with the keys `top - len + 1 ..= top`. Keys
+/// are in units of the side's common step (the price for borrowers, one credit for
+/// donors) and donors' keys are negated, so that both sides take their *largest* keys.
+/// Entries are 16 bytes (a quantum's pass writes each side with one pointer and reads
+/// a key and its length from one place); a length of 2^32 slices or more does not fit,
+/// and such a quantum is left to [`search`]. The vector only grows (to the pool size);
+/// `n` entries are in use.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Intervals {
-    user: Vec<u32>,
-    top: Vec<i64>,
-    len: Vec<u64>,
+    entries: Vec<Entry>,
     /// Entries in use.
     n: usize,
-    /// Sum of `len` over the entries in use.
+    /// Sum of the lengths of the entries in use.
     total: u128,
-    /// The lowest key (of lengths cut at 2^62) and the highest.
+    /// The lowest key and the highest.
     low: i64,
     high: i64,
 }
 
-/// Fills an [`Intervals`] from local slices (so that the compiler keeps the pointers in
-/// registers), without a branch per entry.
+/// One user's interval of keys (see [`Intervals`]).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(16))]
+struct Entry {
+    top: i64,
+    len: u32,
+    user: u32,
+}
+
+/// Fills an [`Intervals`] from a local slice (so that the compiler keeps the pointer in
+/// a register), without a branch per entry.
 struct Filler<'a> {
-    user: &'a mut [u32],
-    top: &'a mut [i64],
-    len: &'a mut [u64],
+    entries: &'a mut [Entry],
     n: usize,
+    /// Non-zero when a kept entry's length did not fit in 32 bits.
+    long: u64,
 }
 
 impl Intervals {
     /// A filler with room for `users` entries, none in use.
     fn filler(&mut self, users: usize) -> Filler<'_> {
-        if self.user.len() < users {
-            self.user.resize(users, 0);
-            self.top.resize(users, 0);
-            self.len.resize(users, 0);
+        if self.entries.len() < users {
+            self.entries.resize(users, Entry::default());
         }
-        Filler { user: &mut self.user, top: &mut self.top, len: &mut self.len, n: 0 }
+        Filler { entries: &mut self.entries, n: 0, long: 0 }
     }
 
     /// Takes the `n` entries a filler kept, with their total length and key range: one
     /// pass over the kept entries, with no branch (it vectorises).
     fn finish(&mut self, n: usize) {
-        let (top, len) = (&self.top[..n], &self.len[..n]);
-        let (mut sum, mut longest, mut low, mut high) = (0u64, 0u64, i64::MAX, i64::MIN);
-        for (&t, &l) in top.iter().zip(len) {
-            sum = sum.wrapping_add(l);
-            longest = longest.max(l);
-            // A length above 2^62 is cut there: the span is then too wide anyway (the
-            // caller falls back), and the difference cannot overflow (a donor's |top|
-            // is below 2^48; a borrower's length is at most its top + 1).
-            low = low.min(t - l.min(1 << 62) as i64 + 1);
-            high = high.max(t);
+        let (mut sum, mut low, mut high) = (0u64, i64::MAX, i64::MIN);
+        for e in &self.entries[..n] {
+            // Fewer than 2^32 entries of fewer than 2^32 keys: the sum cannot wrap; a
+            // donor's |top| is below 2^48 and a borrower's top at least 0, so neither
+            // can the lowest key.
+            sum += e.len as u64;
+            low = low.min(e.top - e.len as i64 + 1);
+            high = high.max(e.top);
         }
-        // Fewer than 2^32 entries of fewer than 2^32 keys cannot wrap the sum.
-        self.total = if longest >> 32 == 0 { sum as u128 } else { len.iter().map(|&l| l as u128).sum() };
-        (self.n, self.low, self.high) = (n, low, high);
+        (self.n, self.total, self.low, self.high) = (n, sum as u128, low, high);
     }
 }
 
@@ -275,8 +279,8 @@ impl<'a> Filler<'a> {
     /// then knows every push is in bounds (see [`Filler::push_if`]).
     #[inline(always)]
     fn cut(self, users: usize) -> Filler<'a> {
-        let Filler { user, top, len, n } = self;
-        Filler { user: &mut user[..users], top: &mut top[..users], len: &mut len[..users], n }
+        let Filler { entries, n, long } = self;
+        Filler { entries: &mut entries[..users], n, long }
     }
 
     /// Writes entry `n` and keeps it only if `keep` (the next write overwrites a dropped
@@ -286,9 +290,8 @@ impl<'a> Filler<'a> {
     #[inline(always)]
     fn push_if(&mut self, keep: bool, user: usize, top: i64, len: u64) {
         let i = self.n.min(user);
-        self.user[i] = user as u32;
-        self.top[i] = top;
-        self.len[i] = len;
+        self.entries[i] = Entry { top, len: len as u32, user: user as u32 };
+        self.long |= (len >> 32) & (keep as u64).wrapping_neg();
         self.n += keep as usize;
     }
 }
@@ -298,12 +301,12 @@ impl Intervals {
     /// `visit(user, slices)` in index order. `None` when the keys span 2^61 or more
     /// (the caller then uses [`search`]).
     fn take_largest(&self, select: &mut Selector, take: u128, mut visit: impl FnMut(usize, u64)) -> Option<()> {
-        let (user, top, len) = (&self.user[..self.n], &self.top[..self.n], &self.len[..self.n]);
+        let entries = &self.entries[..self.n];
         if take == 0 {
             return Some(());
         }
         if take == self.total {
-            user.iter().zip(len).for_each(|(&u, &len)| visit(u as usize, len));
+            entries.iter().for_each(|e| visit(e.user as usize, e.len as u64));
             return Some(());
         }
         let (low, high) = (self.low, self.high);
@@ -311,16 +314,16 @@ impl Intervals {
             return None;
         }
         let span = (high - low) as u64;
-        let keys = KeyIntervals { top, len, base: low };
+        let keys = KeyIntervals { entries, base: low };
         // T: the take-th largest key, i.e. the largest t with at least `take` keys >= t.
         let (t, above) = select.largest_at_least(&keys, span, take as i128);
         // `above` keys are > T; the rest of `take` are keys equal to T, lowest index first.
         let mut rest = (take - above as u128) as u64;
-        for ((&u, &top), &len) in user.iter().zip(top).zip(len) {
-            let h = (top - low) as u64;
+        for e in entries {
+            let (h, len) = ((e.top - low) as u64, e.len as u64);
             let has = (rest > 0) & (h + 1 - len <= t) & (t <= h);
             rest -= has as u64;
-            visit(u as usize, h.saturating_sub(t).min(len) + has as u64);
+            visit(e.user as usize, h.saturating_sub(t).min(len) + has as u64);
         }
         debug_assert_eq!(rest, 0);
         Some(())
@@ -330,22 +333,21 @@ impl Intervals {
 /// The intervals as the selector's signed elements, as offsets from `base` (the lowest
 /// key): `+1` at `h + 1`, `-1` at `l`.
 struct KeyIntervals<'a> {
-    top: &'a [i64],
-    len: &'a [u64],
+    entries: &'a [Entry],
     base: i64,
 }
 
 impl Elements for KeyIntervals<'_> {
     #[inline]
     fn visit(&self, mut visit: impl FnMut(u64, i64)) {
-        for (&top, &len) in self.top.iter().zip(self.len) {
-            let h1 = (top - self.base) as u64 + 1;
+        for e in self.entries {
+            let h1 = (e.top - self.base) as u64 + 1;
             visit(h1, 1);
-            visit(h1 - len, -1);
+            visit(h1 - e.len as u64, -1);
         }
     }
     fn count(&self) -> usize {
-        2 * self.top.len()
+        2 * self.entries.len()
     }
 }
 
@@ -403,10 +405,12 @@ impl Lattice {
     }
 }
 
-/// What pass 1 found: an overflow, a balance off the lattice, and the entries kept.
+/// What pass 1 found: an overflow, a balance off the lattice, a length that does not fit
+/// an entry, and the entries kept.
 struct Split {
     overflowed: bool,
     off_lattice: i64,
+    long: bool,
     donors: usize,
     borrowers: usize,
 }
@@ -447,11 +451,12 @@ fn split<const EQUAL: bool>(
         let q = lattice.units(c);
         b.push_if((d > g) & (c > 0), u, q, d.wrapping_sub(g).min((q + rest) as u64));
     }
-    Split { overflowed, off_lattice, donors: o.n, borrowers: b.n }
+    Split { overflowed, off_lattice, long: o.long | b.long != 0, donors: o.n, borrowers: b.n }
 }
 
 /// The radix-selection quantum of [`batched_into`]; `Ok(false)` when the keys are not on
-/// one lattice per side (or span 2^61 or more), and the quantum is left to [`search`].
+/// one lattice per side (or span 2^61 or more, or a user's interval holds 2^32 keys or
+/// more), and the quantum is left to [`search`].
 fn radix(
     workspace: &mut Workspace,
     p: &KarmaParams,
@@ -491,12 +496,12 @@ fn radix(
         true => split::<true>(&lattice, shares, columns, o, b),
         false => split::<false>(&lattice, shares, columns, o, b),
     };
-    let Split { overflowed, off_lattice, donors: donors_kept, borrowers: borrowers_kept } = pass;
+    let Split { overflowed, off_lattice, long, donors: donors_kept, borrowers: borrowers_kept } = pass;
     if overflowed {
         let u = (0..n).find(|&u| credits[u].raw().checked_add(free).is_none()).unwrap_or(0);
         return Err(overflow(u));
     }
-    if off_lattice != 0 {
+    if off_lattice != 0 || long {
         return Ok(false);
     }
     donors.finish(donors_kept);
@@ -678,5 +683,20 @@ mod tests {
         let p = pool(&[4, 4, 4, 4]);
         assert!(!radix_covers(&p, &[9, 9, 0, 0], &[SCALE, SCALE + 1, 0, 0]), "borrowers on two lattices");
         assert!(!radix_covers(&p, &[9, 0, 0, 0], &[SCALE, 0, 7, 0]), "donors on two lattices");
+    }
+
+    #[test]
+    fn an_interval_of_2_to_the_32_keys_takes_the_search() {
+        let p = pool(&[4, 4, 4, 4]);
+        // 2^34 credits and a demand of 2^40: 2^34 candidate keys, more than an entry holds.
+        let rich = [(1 << 34) * SCALE, 0, 0, 0];
+        assert!(!radix_covers(&p, &[1 << 40, 0, 0, 0], &rich));
+        // Just below the limit the radix path takes it.
+        assert!(radix_covers(&p, &[(1 << 32) - 1, 0, 0, 0], &rich));
+        let credits = rich.map(Credits::from_raw);
+        assert_eq!(
+            batched(&p, &[1 << 40, 0, 0, 0], &credits).unwrap(),
+            literal(&p, &[1 << 40, 0, 0, 0], &credits).unwrap()
+        );
     }
 }

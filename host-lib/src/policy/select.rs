@@ -185,43 +185,29 @@ impl Selector {
             if shift == 0 {
                 // Width 1: bin k holds only z = lo + k, so counts alone give f.
                 feed(first, elements, &scratch, |z, s| hist[(z - lo) as usize][0] += A::of_i64(s));
-                let (mut k_count, mut k_sum) = (above_count, above_sum);
-                let mut k = bins - 1;
-                break loop {
-                    let (after_count, after_sum) = (k_count, k_sum);
-                    k_count += hist[k][0];
-                    k_sum += hist[k][0] * A::of_u64(lo + k as u64);
-                    // f at t_k = lo + k - 1 (bin 0 is never needed: f(lo) >= b).
-                    let t = lo + k as u64 - 1;
-                    if k == 1 || k_sum - A::of_u64(t) * k_count >= b {
-                        break (t, (after_sum - A::of_u64(t + 1) * after_count).wide());
-                    }
-                    k -= 1;
-                };
+                let bin = |k: usize| (hist[k][0], hist[k][0] * A::of_u64(lo + k as u64));
+                // f at t_k = lo + k - 1 (bin 0 is never needed: f(lo) >= b).
+                let (k, k_count, k_sum) = highest_good(bins, (above_count, above_sum), bin, |k, count, sum| {
+                    k == 1 || sum - A::of_u64(lo + k as u64 - 1) * count >= b
+                });
+                let (t, (count, sum)) = (lo + k as u64 - 1, bin(k));
+                let (after_count, after_sum) = (k_count - count, k_sum - sum);
+                break (t, (after_sum - A::of_u64(t + 1) * after_count).wide());
             } else {
                 feed(first, elements, &scratch, |z, s| {
                     let bin = &mut hist[((z - lo) >> shift) as usize];
                     bin[0] += A::of_i64(s);
                     bin[1] += A::of_i64(s) * A::of_u64(z);
                 });
-                let (mut k_count, mut k_sum) = (above_count, above_sum);
-                let mut k = bins - 1;
-                while k >= 1 {
-                    k_count += hist[k][0];
-                    k_sum += hist[k][1];
-                    let t = lo + ((k as u64) << shift) - 1;
-                    if k_sum - A::of_u64(t) * k_count >= b {
-                        break;
-                    }
-                    k -= 1;
-                }
+                let (k, k_count, k_sum) = highest_good(
+                    bins,
+                    (above_count, above_sum),
+                    |k| (hist[k][0], hist[k][1]),
+                    |k, count, sum| sum - A::of_u64(lo + ((k as u64) << shift) - 1) * count >= b,
+                );
                 // The answer is in [t_k, t_k + W - 1] (k >= 1) or [lo, lo + W - 2]
                 // (k = 0), and no more than hi; bin k's elements are the next input.
                 let width = 1u64 << shift;
-                if k == 0 {
-                    k_count += hist[0][0];
-                    k_sum += hist[0][1];
-                }
                 let new_lo = if k == 0 { lo } else { lo + ((k as u64) << shift) - 1 };
                 let new_hi = if k == 0 { lo + width - 2 } else { new_lo.saturating_add(width - 1) }.min(hi);
                 above_count = k_count - hist[k][0];
@@ -255,6 +241,52 @@ impl Selector {
         self.next = next;
         answer
     }
+}
+
+/// Bins a scan of the histogram sums at a time before it looks at single bins.
+const BLOCK: usize = 16;
+
+/// The largest `k` in `1..bins` at which `good(k, count, sum)` holds, with `count` and
+/// `sum` the `start` pair plus the pairs `bin(j)` of the bins `j >= k`; `(0, all)` when
+/// none does. `good` must hold below every `k` where it holds (as `f(t_k) >= b` does).
+/// Scans from the top in blocks of [`BLOCK`] bins (their sums vectorise), then bin by
+/// bin inside the block that holds the answer: about `bins + BLOCK` bins read, with a
+/// test per block instead of a multiply and compare per bin.
+#[inline(always)]
+fn highest_good<A: Sum>(
+    bins: usize,
+    start: (A, A),
+    bin: impl Fn(usize) -> (A, A),
+    good: impl Fn(usize, A, A) -> bool,
+) -> (usize, A, A) {
+    let (mut count, mut sum) = start;
+    let mut end = bins;
+    while end > 0 {
+        let begin = end.saturating_sub(BLOCK);
+        let (mut block_count, mut block_sum) = (A::default(), A::default());
+        for k in begin..end {
+            let (c, s) = bin(k);
+            block_count += c;
+            block_sum += s;
+        }
+        if begin >= 1 && !good(begin, count + block_count, sum + block_sum) {
+            (count, sum) = (count + block_count, sum + block_sum);
+            end = begin;
+            continue;
+        }
+        // The answer is in this block: bin by bin from its top (good holds at `begin`
+        // if `begin >= 1`, so the loop returns by then).
+        for k in (begin.max(1)..end).rev() {
+            let (c, s) = bin(k);
+            (count, sum) = (count + c, sum + s);
+            if good(k, count, sum) {
+                return (k, count, sum);
+            }
+        }
+        let (c, s) = bin(0);
+        return (0, count + c, sum + s);
+    }
+    (0, count, sum)
 }
 
 #[cfg(test)]
