@@ -27,7 +27,8 @@
 //! there are at most six levels, so the cost is O(n) and does not depend on the range.
 //!
 //! All buffers live in a [`Selector`], which a caller keeps between quanta: in the steady
-//! state a selection allocates nothing.
+//! state a selection allocates nothing (the scratch copies have room for every element
+//! from the first selection of a size on; `host-lib/tests/steady_state.rs` counts).
 
 /// log2 of the most bins one level uses.
 const MAX_BIN_BITS: u32 = 11;
@@ -169,6 +170,13 @@ impl Selector {
         let b = A::of_i128(b);
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut next = std::mem::take(&mut self.next);
+        // Room for every element in both copies of a bin, so that a bin holding more
+        // elements than any before never allocates in the steady state (the pages are
+        // only touched as far as bins fill them).
+        for buffer in [&mut scratch, &mut next] {
+            buffer.clear();
+            buffer.reserve(elements.count());
+        }
         // The answer lies in [lo, hi]; the input's elements lie in [lo, hi + 1]; those
         // above hi + 1 are summed in (above_count, above_sum); those below lo never count.
         let (mut lo, mut hi) = (0u64, top);
