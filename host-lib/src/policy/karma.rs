@@ -691,8 +691,9 @@ mod tests {
         // 2^34 credits and a demand of 2^40: 2^34 candidate keys, more than an entry holds.
         let rich = [(1 << 34) * SCALE, 0, 0, 0];
         assert!(!radix_covers(&p, &[1 << 40, 0, 0, 0], &rich));
-        // Just below the limit the radix path takes it.
-        assert!(radix_covers(&p, &[(1 << 32) - 1, 0, 0, 0], &rich));
+        // The boundary (guaranteed share 2): 2^32 - 1 keys fit an entry, 2^32 do not.
+        assert!(radix_covers(&p, &[2 + (1 << 32) - 1, 0, 0, 0], &rich));
+        assert!(!radix_covers(&p, &[2 + (1 << 32), 0, 0, 0], &rich));
         let credits = rich.map(Credits::from_raw);
         assert_eq!(
             batched(&p, &[1 << 40, 0, 0, 0], &credits).unwrap(),

@@ -28,7 +28,9 @@
 //!
 //! All buffers live in a [`Selector`], which a caller keeps between quanta: in the steady
 //! state a selection allocates nothing (the scratch copies have room for every element
-//! from the first selection of a size on; `host-lib/tests/steady_state.rs` counts).
+//! from the first selection of a size on, and the `i128` histogram, for sums that may
+//! pass 2^62, is allocated by the first selection that needs it;
+//! `host-lib/tests/steady_state.rs` counts).
 
 /// log2 of the most bins one level uses.
 const MAX_BIN_BITS: u32 = 11;
