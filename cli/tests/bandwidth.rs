@@ -370,8 +370,8 @@ fn measured_demand_follows_what_tenants_send() {
     }
     let (_, last) = http(&sock, "GET", "/v1/allocations", "");
     let deadline = Instant::now() + Duration::from_secs(15);
+    eprintln!("bandwidth: measured demand: {last}");
     for (u, c) in clients.into_iter().enumerate() {
-        eprintln!("bandwidth: measured demand: {last}");
         let [got, sent] = throughput(c, deadline).map(|i| mean_between(&i, 4.0, 8.0));
         let rate = rates[u] as f64;
         eprintln!("bandwidth: tenant {}: rate {rate}, sent {sent:.1}, received {got:.1} Mbit/s", NAMES[u]);

@@ -57,7 +57,7 @@ fn batched_policies_allocate_nothing_in_the_steady_state() {
             })
             .count_total;
             assert_eq!(during, 0, "{policy} with {users} users: {during} allocations in {} quanta", quanta.len());
-            // Users did borrow beyond their guaranteed share (the quanta were not trivial).
+            // Some users got more than the guaranteed share (the quanta were not trivial).
             assert!(above_guaranteed > 0, "{policy} with {users} users: nobody above the guaranteed share");
         }
     }

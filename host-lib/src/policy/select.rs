@@ -172,13 +172,6 @@ impl Selector {
         let b = A::of_i128(b);
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut next = std::mem::take(&mut self.next);
-        // Room for every element in both copies of a bin, so that a bin holding more
-        // elements than any before never allocates in the steady state (the pages are
-        // only touched as far as bins fill them).
-        for buffer in [&mut scratch, &mut next] {
-            buffer.clear();
-            buffer.reserve(elements.count());
-        }
         // The answer lies in [lo, hi]; the input's elements lie in [lo, hi + 1]; those
         // above hi + 1 are summed in (above_count, above_sum); those below lo never count.
         let (mut lo, mut hi) = (0u64, top);
@@ -222,7 +215,11 @@ impl Selector {
                 let new_hi = if k == 0 { lo + width - 2 } else { new_lo.saturating_add(width - 1) }.min(hi);
                 above_count = k_count - hist[k][0];
                 above_sum = k_sum - hist[k][1];
+                // Room for every element, so that a bin holding more elements than any
+                // before does not allocate in the steady state (pages are touched only as
+                // far as bins fill them; `scratch` is the other buffer of the swap).
                 next.clear();
+                next.reserve(elements.count());
                 let (old_lo, kk) = (lo, k);
                 let mut gather = |z: u64, s: i64| {
                     if ((z - old_lo) >> shift) as usize == kk {
