@@ -125,6 +125,9 @@ pub struct AxiTop<const P: usize, const A: usize> {
     in_base: DFF<Bits<32>>,
     out_base: DFF<Bits<32>>,
     done_seen: DFF<Bit>,
+    /// The doorbell was written: the engine starts in the next cycle, from a
+    /// flip-flop (not from the address decode), with the settings already stable.
+    start_pulse: DFF<Bit>,
     wr_fire: Signal<Local, Bit>,
     wmask: Signal<Local, Bits<32>>,
     cmd_merged: Signal<Local, Bits<32>>,
@@ -246,6 +249,7 @@ impl<const P: usize, const A: usize> AxiTop<P, A> {
             in_base: Default::default(),
             out_base: Default::default(),
             done_seen: Default::default(),
+            start_pulse: Default::default(),
             wr_fire: Default::default(),
             wmask: Default::default(),
             cmd_merged: Default::default(),
@@ -299,9 +303,35 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, aw_hold, aw_addr, w_hold, w_data, w_strb, b_valid, b_resp, r_valid, r_data, r_resp, control,
-            n_users, fair, guaranteed, doorbell, seq_done, quanta, framing, rejected, credit_row, credit_cmd,
-            credit_ack, n_latched, in_base, out_base, done_seen
+            self,
+            clock,
+            aw_hold,
+            aw_addr,
+            w_hold,
+            w_data,
+            w_strb,
+            b_valid,
+            b_resp,
+            r_valid,
+            r_data,
+            r_resp,
+            control,
+            n_users,
+            fair,
+            guaranteed,
+            doorbell,
+            seq_done,
+            quanta,
+            framing,
+            rejected,
+            credit_row,
+            credit_cmd,
+            credit_ack,
+            n_latched,
+            in_base,
+            out_base,
+            done_seen,
+            start_pulse
         );
         for j in 0..6 {
             self.addr_regs[j].clock.next = self.clock.val();
@@ -318,7 +348,8 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
         self.engine.n_users.next = self.n_users.q.val();
         self.engine.fair.next = self.fair.q.val();
         self.engine.guaranteed.next = self.guaranteed.q.val();
-        self.engine.start.next = false;
+        self.engine.start.next = self.start_pulse.q.val();
+        self.start_pulse.d.next = false;
         self.engine.credit_row.next = self.credit_row.q.val().get_bits::<A>(0);
         self.engine.credit_write.next = false;
         self.engine.in_valid.next = self.s_axis_tvalid.val();
@@ -429,7 +460,7 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
                 } else {
                     self.doorbell.d.next =
                         (self.doorbell.q.val() & !self.wmask.val()) | (self.w_data.q.val() & self.wmask.val());
-                    self.engine.start.next = true;
+                    self.start_pulse.d.next = true;
                     self.rejected.d.next = false;
                     self.framing.d.next = false;
                     self.n_latched.d.next = self.n_users.q.val();

@@ -39,7 +39,8 @@ pub use fairshare_abi::status as error_code;
 /// Cycles of one quantum of `n` users on `p` lanes with `k` search passes, when the
 /// demand stream is never empty and the result stream never stalls (what the `cycles`
 /// output reports), with `R = ceil(n / p)`:
-/// - `1 + R + LOAD_LATENCY + p`: start, LOAD, its drain and the reduction;
+/// - `2 + R + 1 + LOAD_LATENCY + p`: start, the settings' check, LOAD, the beat
+///   register, its drain and the reduction;
 /// - `4`: PLAN;
 /// - `1 + PROBE_LATENCY`: the first interval, its probes and the check;
 /// - `k (R + SEARCH_LATENCY + p + 2 + PROBE_LATENCY)`: per pass the rows, the drain,
@@ -47,10 +48,10 @@ pub use fairshare_abi::status as error_code;
 /// - `3 + R + FINAL_LATENCY`: FINAL;
 /// - `1 + 2R`: results out, a row every two cycles.
 ///
-/// With the constants of this build: `4R + p + 34 + k (R + p + 11)`.
+/// With the constants of this build: `4R + p + 36 + k (R + p + 11)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
-    let load = 1 + r + LOAD_LATENCY + p;
+    let load = 2 + r + 1 + LOAD_LATENCY + p;
     let first = 4 + 1 + PROBE_LATENCY;
     let passes = k * (r + SEARCH_LATENCY + p + 2 + PROBE_LATENCY);
     let fin = 3 + r + FINAL_LATENCY;
@@ -62,6 +63,8 @@ pub fn cycles(n: usize, p: usize, k: usize) -> usize {
 pub enum Phase {
     /// Waiting for `start`; the credit port is live.
     Idle,
+    /// Checks the settings taken with `start`.
+    Begin,
     /// Taking demand beats, one row per cycle.
     LoadRun,
     /// The last rows of LOAD in the lanes' pipelines.
@@ -156,6 +159,24 @@ pub struct Engine<const P: usize, const A: usize> {
     lanes: [EngineLane<A>; P],
     cells: [GrantCell; P],
     state: DFF<Phase>,
+    /// Registered decodes of the state (computed from the next state), so that the
+    /// controls that reach every lane leave a flip-flop: the state is LoadRun (the
+    /// demand stream's `in_ready`), a row enters the lanes in SEARCH or FINAL, FINAL's
+    /// rows enter, the lanes' counters restart, the lanes' sums shift, the engine's
+    /// accumulators clear, the key ranges are taken, results are shown.
+    at_load_run: DFF<Bit>,
+    at_issue: DFF<Bit>,
+    at_final_issue: DFF<Bit>,
+    at_restart: DFF<Bit>,
+    at_reduce: DFF<Bit>,
+    at_clear: DFF<Bit>,
+    at_begin: DFF<Bit>,
+    at_emit_show: DFF<Bit>,
+    /// The demand beat taken in the previous cycle: it enters the lanes now. Its data
+    /// and the lanes' "user exists" flags are registered every cycle (no enable).
+    beat_valid: DFF<Bit>,
+    beat_data: [DFF<Bits<32>>; P],
+    beat_ok: [DFF<Bit>; P],
     cfg_mode: DFF<Bits<2>>,
     cfg_n: DFF<Bits<32>>,
     cfg_fair: DFF<Bits<32>>,
@@ -204,6 +225,8 @@ pub struct Engine<const P: usize, const A: usize> {
     search_a: SearchUnit,
     search_b: SearchUnit,
     idle: Signal<Local, Bit>,
+    next_state: Signal<Local, Phase>,
+    accept: Signal<Local, Bit>,
     step: Signal<Local, Bit>,
     reducing: Signal<Local, Bit>,
     clear: Signal<Local, Bit>,
@@ -226,6 +249,7 @@ pub struct Engine<const P: usize, const A: usize> {
     /// network (see `crate::grant`).
     rest_update: Constant<Bits<16>>,
     n_max: Constant<Bits<32>>,
+    lane_index: [Constant<Bits<32>>; P],
     lane_count: Constant<Bits<32>>,
     two_rows: Constant<Bits<32>>,
     reduce_wait: Constant<Bits<8>>,
@@ -288,9 +312,20 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             done: Default::default(),
             error: Default::default(),
             cycles: Default::default(),
-            lanes: array_init::array_init(EngineLane::new),
+            lanes: array_init::array_init(|_| EngineLane::new()),
             cells: array_init::array_init(|_| Default::default()),
             state: Default::default(),
+            at_load_run: Default::default(),
+            at_issue: Default::default(),
+            at_final_issue: Default::default(),
+            at_restart: Default::default(),
+            at_reduce: Default::default(),
+            at_clear: Default::default(),
+            at_begin: Default::default(),
+            at_emit_show: Default::default(),
+            beat_valid: Default::default(),
+            beat_data: array_init::array_init(|_| Default::default()),
+            beat_ok: array_init::array_init(|_| Default::default()),
             cfg_mode: Default::default(),
             cfg_n: Default::default(),
             cfg_fair: Default::default(),
@@ -339,6 +374,8 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             search_a: Default::default(),
             search_b: Default::default(),
             idle: Default::default(),
+            next_state: Default::default(),
+            accept: Default::default(),
             step: Default::default(),
             reducing: Default::default(),
             clear: Default::default(),
@@ -359,10 +396,11 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             pop_b: Default::default(),
             rest_update: Constant::new(Bits::<16>::from(1u64 << (crate::lane::AT_CYCLE + LEVELS))),
             n_max: Constant::new(Bits::<32>::from(Self::MAX_USERS as u64)),
+            lane_index: array_init::array_init(|i| Constant::new(Bits::<32>::from(i as u64))),
             lane_count: Constant::new(Bits::<32>::from(P as u64)),
             two_rows: Constant::new(Bits::<32>::from(2 * P as u64)),
             reduce_wait: Constant::new(Bits::<8>::from(P as u64)),
-            load_wait: Constant::new(Bits::<8>::from(LOAD_LATENCY as u64 - 2)),
+            load_wait: Constant::new(Bits::<8>::from(LOAD_LATENCY as u64 - 1)),
             search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
             probe_wait: Constant::new(Bits::<8>::from(PROBE_LATENCY as u64 - 2)),
             final_wait: Constant::new(Bits::<8>::from(FINAL_LATENCY as u64 - 1)),
@@ -392,6 +430,15 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self,
             clock,
             state,
+            at_load_run,
+            at_issue,
+            at_final_issue,
+            at_restart,
+            at_reduce,
+            at_clear,
+            at_begin,
+            at_emit_show,
+            beat_valid,
             cfg_mode,
             cfg_n,
             cfg_fair,
@@ -430,6 +477,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             err_code,
             cycle_count
         );
+        for i in 0..P {
+            self.beat_data[i].clock.next = self.clock.val();
+            self.beat_ok[i].clock.next = self.clock.val();
+        }
         for j in 0..PROBES {
             self.probe_a[j].clock.next = self.clock.val();
             self.probe_b[j].clock.next = self.clock.val();
@@ -446,11 +497,18 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // and into Idle: an output with no path from `start` (a shell may decide
         // `start` from `busy`).
         self.idle.next = !self.busy_r.q.val();
-        self.step.next = ((self.state.q.val() == Phase::LoadRun) & self.in_valid.val())
-            | (self.state.q.val() == Phase::SearchIssue)
-            | (self.state.q.val() == Phase::FinalIssue);
-        self.reducing.next = (self.state.q.val() == Phase::LoadReduce) | (self.state.q.val() == Phase::SearchReduce);
-        self.clear.next = (self.idle.val() & self.start.val()) | (self.state.q.val() == Phase::SearchCheck);
+        self.next_state.next = self.state.q.val();
+        // A demand beat is taken; it enters the lanes in the next cycle, from the beat
+        // registers, so that `step` is two flip-flops and one LUT away from every lane.
+        self.accept.next = self.at_load_run.q.val() & self.in_valid.val();
+        self.beat_valid.d.next = self.accept.val();
+        for i in 0..P {
+            self.beat_data[i].d.next = self.in_data[i].val();
+            self.beat_ok[i].d.next = self.left.q.val() > self.lane_index[i].val();
+        }
+        self.step.next = self.beat_valid.q.val() | self.at_issue.q.val();
+        self.reducing.next = self.at_reduce.q.val();
+        self.clear.next = self.at_clear.q.val();
 
         // The pool size `n f` and the shared slices `n (f - g)`, saturated at 2^32 - 1:
         // `n < 2^16` and `f < 2^31` (both checked at start), two 16 x 16 bit products
@@ -491,7 +549,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // The lanes shift one cycle after `reducing` (they register it): so does the
         // engine.
         self.reducing_d.d.next = self.reducing.val();
-        self.load_reducing_d.d.next = self.state.q.val() == Phase::LoadReduce;
+        self.load_reducing_d.d.next = self.at_reduce.q.val() & (self.lane_phase.q.val() == self.phase_load.val());
         for j in 0..PROBES {
             self.sum_a[j].add.next = self.reducing_d.q.val();
             self.sum_b[j].add.next = self.reducing_d.q.val();
@@ -508,10 +566,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.end_a.take.next = self.load_reducing_d.q.val();
         self.nfirst_b.take.next = self.load_reducing_d.q.val();
         self.end_b.take.next = self.load_reducing_d.q.val();
-        self.nfirst_a.shift.next = self.idle.val() & self.start.val();
-        self.end_a.shift.next = self.idle.val() & self.start.val();
-        self.nfirst_b.shift.next = self.idle.val() & self.start.val();
-        self.end_b.shift.next = self.idle.val() & self.start.val();
+        self.nfirst_a.shift.next = self.at_begin.q.val();
+        self.end_a.shift.next = self.at_begin.q.val();
+        self.nfirst_b.shift.next = self.at_begin.q.val();
+        self.end_b.shift.next = self.at_begin.q.val();
         self.nfirst_a.shift_in.next = 0.into();
         self.end_a.shift_in.next = 0.into();
         self.nfirst_b.shift_in.next = 0.into();
@@ -555,8 +613,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
 
         // FINAL's tie-break: the slices left at each threshold, less the users at it in
         // each row that passes the prefix network (see `crate::grant`).
-        self.final_valid.d.next =
-            (self.final_valid.q.val() << 1).replace_bit(0, self.state.q.val() == Phase::FinalIssue);
+        self.final_valid.d.next = (self.final_valid.q.val() << 1).replace_bit(0, self.at_final_issue.q.val());
         for i in (P - 1)..P {
             self.row_pop_a.next = self.cells[i].incl_a.val();
             self.row_pop_b.next = self.cells[i].incl_b.val();
@@ -629,14 +686,11 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].credit_row.next = self.credit_row.val();
             self.lanes[i].credit_write.next = self.credit_write.val();
             self.lanes[i].host_credit.next = self.credit_wdata[i].val();
-            self.lanes[i].restart.next = self.idle.val()
-                | (self.state.q.val() == Phase::SearchCheck)
-                | (self.state.q.val() == Phase::FinalStart)
-                | (self.state.q.val() == Phase::EmitStart);
+            self.lanes[i].restart.next = self.at_restart.q.val();
             self.lanes[i].step.next = self.step.val();
-            self.lanes[i].advance.next = (self.state.q.val() == Phase::EmitShow) & self.out_ready.val();
-            self.lanes[i].demand_in.next = self.in_data[i].val();
-            self.lanes[i].left.next = self.left.q.val();
+            self.lanes[i].advance.next = self.at_emit_show.q.val() & self.out_ready.val();
+            self.lanes[i].demand_in.next = self.beat_data[i].q.val();
+            self.lanes[i].exists.next = self.beat_ok[i].q.val();
             self.lanes[i].probe_a0.next = self.probe_a[0].q.val();
             self.lanes[i].probe_a1.next = self.probe_a[1].q.val();
             self.lanes[i].probe_a2.next = self.probe_a[2].q.val();
@@ -675,8 +729,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         }
 
         // Outputs by default.
-        self.in_ready.next = self.state.q.val() == Phase::LoadRun;
-        self.out_valid.next = self.state.q.val() == Phase::EmitShow;
+        self.in_ready.next = self.at_load_run.q.val();
+        self.out_valid.next = self.at_emit_show.q.val();
         self.busy.next = self.busy_r.q.val();
         self.done.next = self.done_flag.q.val();
         self.error.next = self.err_code.q.val();
@@ -694,6 +748,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
 
         match self.state.q.val() {
             Phase::Idle => {
+                // The settings are taken here and checked in Begin, so that `start`
+                // only enables registers.
                 if self.start.val() {
                     self.cfg_mode.d.next = self.mode.val();
                     self.cfg_n.d.next = self.n_users.val();
@@ -702,39 +758,48 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.cycle_count.d.next = 1.into();
                     self.done_flag.d.next = false;
                     self.err_code.d.next = 0.into();
-                    self.row.d.next = 0.into();
-                    self.left.d.next = self.n_users.val();
-                    self.last_beat.d.next = self.n_users.val() <= self.lane_count.val();
-                    self.lane_errors.d.next = 0.into();
-                    self.lane_phase.d.next = self.phase_load.val();
-                    self.final_mode.d.next = false;
-                    if (self.n_users.val() == 0) | (self.n_users.val() > self.n_max.val()) {
-                        self.err_code.d.next = self.code_users.val();
-                        self.done_flag.d.next = true;
-                    } else if self.guaranteed.val() > self.fair.val() {
-                        self.err_code.d.next = self.code_guaranteed.val();
-                        self.done_flag.d.next = true;
-                    } else if (self.fair.val() == 0) | (self.fair.val() >= self.limit.val()) {
-                        self.err_code.d.next = self.code_capacity.val();
-                        self.done_flag.d.next = true;
-                    } else if self.mode.val() > self.mode_strict.val() {
-                        self.err_code.d.next = self.code_mode.val();
-                        self.done_flag.d.next = true;
-                    } else {
-                        self.busy_r.d.next = true;
-                        self.state.d.next = Phase::LoadRun;
-                    }
+                    self.busy_r.d.next = true;
+                    self.next_state.next = Phase::Begin;
+                }
+            }
+            Phase::Begin => {
+                self.row.d.next = 0.into();
+                self.left.d.next = self.cfg_n.q.val();
+                self.last_beat.d.next = self.cfg_n.q.val() <= self.lane_count.val();
+                self.lane_errors.d.next = 0.into();
+                self.lane_phase.d.next = self.phase_load.val();
+                self.final_mode.d.next = false;
+                self.next_state.next = Phase::LoadRun;
+                if (self.cfg_n.q.val() == 0) | (self.cfg_n.q.val() > self.n_max.val()) {
+                    self.err_code.d.next = self.code_users.val();
+                } else if self.cfg_guaranteed.q.val() > self.cfg_fair.q.val() {
+                    self.err_code.d.next = self.code_guaranteed.val();
+                } else if (self.cfg_fair.q.val() == 0) | (self.cfg_fair.q.val() >= self.limit.val()) {
+                    self.err_code.d.next = self.code_capacity.val();
+                } else if self.cfg_mode.q.val() > self.mode_strict.val() {
+                    self.err_code.d.next = self.code_mode.val();
+                }
+                if (self.cfg_n.q.val() == 0)
+                    | (self.cfg_n.q.val() > self.n_max.val())
+                    | (self.cfg_guaranteed.q.val() > self.cfg_fair.q.val())
+                    | (self.cfg_fair.q.val() == 0)
+                    | (self.cfg_fair.q.val() >= self.limit.val())
+                    | (self.cfg_mode.q.val() > self.mode_strict.val())
+                {
+                    self.done_flag.d.next = true;
+                    self.busy_r.d.next = false;
+                    self.next_state.next = Phase::Idle;
                 }
             }
             Phase::LoadRun => {
-                if self.in_valid.val() {
+                if self.accept.val() {
                     self.left.d.next = self.left.q.val() - self.lane_count.val();
                     self.last_beat.d.next = self.left.q.val() <= self.two_rows.val();
                     if self.last_beat.q.val() {
                         self.last_row.d.next = self.row.q.val();
                         self.row.d.next = 0.into();
                         self.countdown.d.next = self.load_wait.val();
-                        self.state.d.next = Phase::LoadDrain;
+                        self.next_state.next = Phase::LoadDrain;
                     } else {
                         self.row.d.next = self.row.q.val() + 1;
                     }
@@ -743,12 +808,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             Phase::LoadDrain => {
                 if self.countdown.q.val() == 0 {
                     self.countdown.d.next = self.reduce_wait.val();
-                    self.state.d.next = Phase::LoadReduce;
+                    self.next_state.next = Phase::LoadReduce;
                 }
             }
             Phase::LoadReduce => {
                 if self.countdown.q.val() == 0 {
-                    self.state.d.next = Phase::Plan1;
+                    self.next_state.next = Phase::Plan1;
                 }
             }
             Phase::Plan1 => {
@@ -756,14 +821,14 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.total_b.d.next = self.sum_b[0].q.val();
                 self.refused.d.next =
                     (self.cfg_mode.q.val() != self.mode_strict.val()) & (self.capacity.q.val() >= self.limit.val());
-                self.state.d.next = Phase::Plan2;
+                self.next_state.next = Phase::Plan2;
             }
             Phase::Plan2 => {
                 self.supply.d.next = self.supply_sum.val();
                 if self.supply_carry.val() {
                     self.supply.d.next = self.max.val();
                 }
-                self.state.d.next = Phase::Plan3;
+                self.next_state.next = Phase::Plan3;
             }
             Phase::Plan3 => {
                 // The borrowed total, min(supply, candidates).
@@ -771,13 +836,13 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 if self.supply.q.val() < self.total_a.q.val() {
                     self.borrow.d.next = self.supply.q.val();
                 }
-                self.state.d.next = Phase::Plan4;
+                self.next_state.next = Phase::Plan4;
             }
             Phase::Plan4 => {
                 // The targets: the borrowed total, and what it takes from the donors.
                 self.search_a.load_target.next = true;
                 self.search_b.load_target.next = true;
-                self.state.d.next = Phase::SearchInit;
+                self.next_state.next = Phase::SearchInit;
                 if self.cfg_mode.q.val() == self.mode_karma.val() {
                     self.search_a.target.next = self.borrow.q.val();
                     self.search_b.target.next = self.total_b.q.val();
@@ -803,18 +868,18 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 if self.refused.q.val() | (self.lane_errors.q.val() != 0) {
                     self.done_flag.d.next = true;
                     self.busy_r.d.next = false;
-                    self.state.d.next = Phase::Idle;
+                    self.next_state.next = Phase::Idle;
                 }
             }
             Phase::SearchInit => {
                 self.search_a.init.next = true;
                 self.search_b.init.next = true;
                 self.countdown.d.next = self.probe_wait.val();
-                self.state.d.next = Phase::SearchWait;
+                self.next_state.next = Phase::SearchWait;
             }
             Phase::SearchWait => {
                 if self.countdown.q.val() == 0 {
-                    self.state.d.next = Phase::SearchCheck;
+                    self.next_state.next = Phase::SearchCheck;
                 }
             }
             Phase::SearchCheck => {
@@ -823,16 +888,16 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.row.d.next = 0.into();
                 if self.search_a.more.val() | self.search_b.more.val() {
                     self.lane_phase.d.next = self.phase_search.val();
-                    self.state.d.next = Phase::SearchIssue;
+                    self.next_state.next = Phase::SearchIssue;
                 } else {
-                    self.state.d.next = Phase::FinalStart;
+                    self.next_state.next = Phase::FinalStart;
                 }
             }
             Phase::SearchIssue => {
                 if self.row.q.val() == self.last_row.q.val() {
                     self.row.d.next = 0.into();
                     self.countdown.d.next = self.search_wait.val();
-                    self.state.d.next = Phase::SearchDrain;
+                    self.next_state.next = Phase::SearchDrain;
                 } else {
                     self.row.d.next = self.row.q.val() + 1;
                 }
@@ -840,24 +905,24 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             Phase::SearchDrain => {
                 if self.countdown.q.val() == 0 {
                     self.countdown.d.next = self.reduce_wait.val();
-                    self.state.d.next = Phase::SearchReduce;
+                    self.next_state.next = Phase::SearchReduce;
                 }
             }
             Phase::SearchReduce => {
                 if self.countdown.q.val() == 0 {
-                    self.state.d.next = Phase::SearchUpdate1;
+                    self.next_state.next = Phase::SearchUpdate1;
                 }
             }
             Phase::SearchUpdate1 => {
                 self.search_a.update1.next = true;
                 self.search_b.update1.next = true;
-                self.state.d.next = Phase::SearchUpdate2;
+                self.next_state.next = Phase::SearchUpdate2;
             }
             Phase::SearchUpdate2 => {
                 self.search_a.update2.next = true;
                 self.search_b.update2.next = true;
                 self.countdown.d.next = self.probe_wait.val();
-                self.state.d.next = Phase::SearchWait;
+                self.next_state.next = Phase::SearchWait;
             }
             Phase::FinalStart => {
                 self.rest_a.d.next = self.search_a.rest.val();
@@ -865,47 +930,61 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.final_mode.d.next = true;
                 self.lane_phase.d.next = self.phase_final.val();
                 self.countdown.d.next = 1.into();
-                self.state.d.next = Phase::FinalWait;
+                self.next_state.next = Phase::FinalWait;
             }
             Phase::FinalWait => {
                 if self.countdown.q.val() == 0 {
-                    self.state.d.next = Phase::FinalIssue;
+                    self.next_state.next = Phase::FinalIssue;
                 }
             }
             Phase::FinalIssue => {
                 if self.row.q.val() == self.last_row.q.val() {
                     self.row.d.next = 0.into();
                     self.countdown.d.next = self.final_wait.val();
-                    self.state.d.next = Phase::FinalDrain;
+                    self.next_state.next = Phase::FinalDrain;
                 } else {
                     self.row.d.next = self.row.q.val() + 1;
                 }
             }
             Phase::FinalDrain => {
                 if self.countdown.q.val() == 0 {
-                    self.state.d.next = Phase::EmitStart;
+                    self.next_state.next = Phase::EmitStart;
                 }
             }
             Phase::EmitStart => {
                 self.lane_phase.d.next = self.phase_emit.val();
                 self.final_mode.d.next = false;
-                self.state.d.next = Phase::EmitWait;
+                self.next_state.next = Phase::EmitWait;
             }
             Phase::EmitWait => {
-                self.state.d.next = Phase::EmitShow;
+                self.next_state.next = Phase::EmitShow;
             }
             Phase::EmitShow => {
                 if self.out_ready.val() {
                     if self.row.q.val() == self.last_row.q.val() {
                         self.done_flag.d.next = true;
                         self.busy_r.d.next = false;
-                        self.state.d.next = Phase::Idle;
+                        self.next_state.next = Phase::Idle;
                     } else {
                         self.row.d.next = self.row.q.val() + 1;
-                        self.state.d.next = Phase::EmitWait;
+                        self.next_state.next = Phase::EmitWait;
                     }
                 }
             }
         }
+        self.state.d.next = self.next_state.val();
+        self.at_load_run.d.next = self.next_state.val() == Phase::LoadRun;
+        self.at_issue.d.next =
+            (self.next_state.val() == Phase::SearchIssue) | (self.next_state.val() == Phase::FinalIssue);
+        self.at_final_issue.d.next = self.next_state.val() == Phase::FinalIssue;
+        self.at_restart.d.next = (self.next_state.val() == Phase::Idle)
+            | (self.next_state.val() == Phase::SearchCheck)
+            | (self.next_state.val() == Phase::FinalStart)
+            | (self.next_state.val() == Phase::EmitStart);
+        self.at_reduce.d.next =
+            (self.next_state.val() == Phase::LoadReduce) | (self.next_state.val() == Phase::SearchReduce);
+        self.at_clear.d.next = (self.next_state.val() == Phase::Begin) | (self.next_state.val() == Phase::SearchCheck);
+        self.at_begin.d.next = self.next_state.val() == Phase::Begin;
+        self.at_emit_show.d.next = self.next_state.val() == Phase::EmitShow;
     }
 }

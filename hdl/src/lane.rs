@@ -84,9 +84,9 @@ pub struct EngineLane<const A: usize> {
     pub advance: Signal<In, Bit>,
     /// This lane's demand in the current beat (taken with `step`).
     pub demand_in: Signal<In, Bits<32>>,
-    /// LOAD: users from lane 0 of the current beat to the end of the pool; the lane's
-    /// user exists iff this is above the lane's index (taken on `step`).
-    pub left: Signal<In, Bits<32>>,
+    /// LOAD: the lane's user of the current beat exists (taken on `step`; a
+    /// registered flag of the engine, so that no lane compares a shared count).
+    pub exists: Signal<In, Bit>,
     /// Probes of search A (Karma's borrowers); in FINAL probe 0 is its threshold.
     pub probe_a0: Signal<In, Bits<32>>,
     /// Probe 1 of search A.
@@ -234,7 +234,6 @@ pub struct EngineLane<const A: usize> {
     end_a: MaxAcc,
     nfirst_b: MaxAcc,
     end_b: MaxAcc,
-    lane_index: Constant<Bits<32>>,
     /// Bits of `valid` (bit `k`: the row stepped `k + 1` cycles ago) for SEARCH's sums,
     /// LOAD's writes and sums, LOAD's key ranges and FINAL's writes.
     search_bit: Constant<Bits<16>>,
@@ -265,11 +264,17 @@ pub struct EngineLane<const A: usize> {
     range_b: Signal<Local, Bit>,
 }
 
+impl<const A: usize> Default for EngineLane<A> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<const A: usize> EngineLane<A> {
-    /// Lane number `lane` (its users are `row * P + lane`).
-    pub fn new(lane: usize) -> Self {
+    /// A lane in its reset state (every lane is the same; the engine tells each which
+    /// of its users exist).
+    pub fn new() -> Self {
         EngineLane {
-            lane_index: Constant::new(Bits::<32>::from(lane as u64)),
             search_bit: Constant::new(Bits::<16>::from(1u64 << (SEARCH_LATENCY - 1))),
             load_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_LATENCY - 2))),
             range_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_LATENCY - 1))),
@@ -293,7 +298,7 @@ impl<const A: usize> EngineLane<A> {
             step: Default::default(),
             advance: Default::default(),
             demand_in: Default::default(),
-            left: Default::default(),
+            exists: Default::default(),
             probe_a0: Default::default(),
             probe_a1: Default::default(),
             probe_a2: Default::default(),
@@ -484,7 +489,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         // The beat, every cycle (the valid bits say which cycles hold a row): no
         // enable with a fan-out across the lanes.
         self.demand.d.next = self.demand_in.val();
-        self.ok1.d.next = self.left.val() > self.lane_index.val();
+        self.ok1.d.next = self.exists.val();
         self.shift_l.d.next = self.shift.val();
 
         // Banks: read at the row counter (the credit bank at `credit_row` while idle),
