@@ -189,6 +189,12 @@ pub struct Engine<const P: usize, const A: usize> {
     row: DFF<Bits<A>>,
     last_row: DFF<Bits<A>>,
     countdown: DFF<Bits<8>>,
+    /// Registered conditions of the FSM's moves, so that its next state depends on few,
+    /// nearby flip-flops: the countdown is zero, the row is the last, and the error
+    /// code of the settings taken with `start` (0 if they are good).
+    countdown_zero: DFF<Bit>,
+    row_last: DFF<Bit>,
+    start_code: DFF<Bits<4>>,
     cap_lo: DFF<Bits<32>>,
     cap_hi: DFF<Bits<32>>,
     shared_lo: DFF<Bits<32>>,
@@ -226,6 +232,8 @@ pub struct Engine<const P: usize, const A: usize> {
     search_b: SearchUnit,
     idle: Signal<Local, Bit>,
     next_state: Signal<Local, Phase>,
+    countdown_next: Signal<Local, Bits<8>>,
+    row_next: Signal<Local, Bits<A>>,
     accept: Signal<Local, Bit>,
     step: Signal<Local, Bit>,
     reducing: Signal<Local, Bit>,
@@ -338,6 +346,9 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             row: Default::default(),
             last_row: Default::default(),
             countdown: Default::default(),
+            countdown_zero: Default::default(),
+            row_last: Default::default(),
+            start_code: Default::default(),
             cap_lo: Default::default(),
             cap_hi: Default::default(),
             shared_lo: Default::default(),
@@ -375,6 +386,8 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             search_b: Default::default(),
             idle: Default::default(),
             next_state: Default::default(),
+            countdown_next: Default::default(),
+            row_next: Default::default(),
             accept: Default::default(),
             step: Default::default(),
             reducing: Default::default(),
@@ -451,6 +464,9 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             row,
             last_row,
             countdown,
+            countdown_zero,
+            row_last,
+            start_code,
             cap_lo,
             cap_hi,
             shared_lo,
@@ -498,6 +514,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // `start` from `busy`).
         self.idle.next = !self.busy_r.q.val();
         self.next_state.next = self.state.q.val();
+        self.countdown_next.next = self.countdown.q.val();
+        self.row_next.next = self.row.q.val();
         // A demand beat is taken; it enters the lanes in the next cycle, from the beat
         // registers, so that `step` is two flip-flops and one LUT away from every lane.
         self.accept.next = self.at_load_run.q.val() & self.in_valid.val();
@@ -739,7 +757,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.cycle_count.d.next = self.cycle_count.q.val() + 1;
         }
         if self.countdown.q.val() != 0 {
-            self.countdown.d.next = self.countdown.q.val() - 1;
+            self.countdown_next.next = self.countdown.q.val() - 1;
         }
         self.supply_sum.next = self.total_b.q.val() + self.shared.q.val();
         self.supply_carry.next = (self.total_b.q.val().get_bit(31) & self.shared.q.val().get_bit(31))
@@ -760,32 +778,28 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.err_code.d.next = 0.into();
                     self.busy_r.d.next = true;
                     self.next_state.next = Phase::Begin;
+                    self.start_code.d.next = 0.into();
+                    if (self.n_users.val() == 0) | (self.n_users.val() > self.n_max.val()) {
+                        self.start_code.d.next = self.code_users.val();
+                    } else if self.guaranteed.val() > self.fair.val() {
+                        self.start_code.d.next = self.code_guaranteed.val();
+                    } else if (self.fair.val() == 0) | (self.fair.val() >= self.limit.val()) {
+                        self.start_code.d.next = self.code_capacity.val();
+                    } else if self.mode.val() > self.mode_strict.val() {
+                        self.start_code.d.next = self.code_mode.val();
+                    }
                 }
             }
             Phase::Begin => {
-                self.row.d.next = 0.into();
+                self.row_next.next = 0.into();
                 self.left.d.next = self.cfg_n.q.val();
                 self.last_beat.d.next = self.cfg_n.q.val() <= self.lane_count.val();
                 self.lane_errors.d.next = 0.into();
                 self.lane_phase.d.next = self.phase_load.val();
                 self.final_mode.d.next = false;
                 self.next_state.next = Phase::LoadRun;
-                if (self.cfg_n.q.val() == 0) | (self.cfg_n.q.val() > self.n_max.val()) {
-                    self.err_code.d.next = self.code_users.val();
-                } else if self.cfg_guaranteed.q.val() > self.cfg_fair.q.val() {
-                    self.err_code.d.next = self.code_guaranteed.val();
-                } else if (self.cfg_fair.q.val() == 0) | (self.cfg_fair.q.val() >= self.limit.val()) {
-                    self.err_code.d.next = self.code_capacity.val();
-                } else if self.cfg_mode.q.val() > self.mode_strict.val() {
-                    self.err_code.d.next = self.code_mode.val();
-                }
-                if (self.cfg_n.q.val() == 0)
-                    | (self.cfg_n.q.val() > self.n_max.val())
-                    | (self.cfg_guaranteed.q.val() > self.cfg_fair.q.val())
-                    | (self.cfg_fair.q.val() == 0)
-                    | (self.cfg_fair.q.val() >= self.limit.val())
-                    | (self.cfg_mode.q.val() > self.mode_strict.val())
-                {
+                if self.start_code.q.val() != 0 {
+                    self.err_code.d.next = self.start_code.q.val();
                     self.done_flag.d.next = true;
                     self.busy_r.d.next = false;
                     self.next_state.next = Phase::Idle;
@@ -797,22 +811,22 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.last_beat.d.next = self.left.q.val() <= self.two_rows.val();
                     if self.last_beat.q.val() {
                         self.last_row.d.next = self.row.q.val();
-                        self.row.d.next = 0.into();
-                        self.countdown.d.next = self.load_wait.val();
+                        self.row_next.next = 0.into();
+                        self.countdown_next.next = self.load_wait.val();
                         self.next_state.next = Phase::LoadDrain;
                     } else {
-                        self.row.d.next = self.row.q.val() + 1;
+                        self.row_next.next = self.row.q.val() + 1;
                     }
                 }
             }
             Phase::LoadDrain => {
-                if self.countdown.q.val() == 0 {
-                    self.countdown.d.next = self.reduce_wait.val();
+                if self.countdown_zero.q.val() {
+                    self.countdown_next.next = self.reduce_wait.val();
                     self.next_state.next = Phase::LoadReduce;
                 }
             }
             Phase::LoadReduce => {
-                if self.countdown.q.val() == 0 {
+                if self.countdown_zero.q.val() {
                     self.next_state.next = Phase::Plan1;
                 }
             }
@@ -874,18 +888,18 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             Phase::SearchInit => {
                 self.search_a.init.next = true;
                 self.search_b.init.next = true;
-                self.countdown.d.next = self.probe_wait.val();
+                self.countdown_next.next = self.probe_wait.val();
                 self.next_state.next = Phase::SearchWait;
             }
             Phase::SearchWait => {
-                if self.countdown.q.val() == 0 {
+                if self.countdown_zero.q.val() {
                     self.next_state.next = Phase::SearchCheck;
                 }
             }
             Phase::SearchCheck => {
                 self.search_a.check.next = true;
                 self.search_b.check.next = true;
-                self.row.d.next = 0.into();
+                self.row_next.next = 0.into();
                 if self.search_a.more.val() | self.search_b.more.val() {
                     self.lane_phase.d.next = self.phase_search.val();
                     self.next_state.next = Phase::SearchIssue;
@@ -894,22 +908,22 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 }
             }
             Phase::SearchIssue => {
-                if self.row.q.val() == self.last_row.q.val() {
-                    self.row.d.next = 0.into();
-                    self.countdown.d.next = self.search_wait.val();
+                if self.row_last.q.val() {
+                    self.row_next.next = 0.into();
+                    self.countdown_next.next = self.search_wait.val();
                     self.next_state.next = Phase::SearchDrain;
                 } else {
-                    self.row.d.next = self.row.q.val() + 1;
+                    self.row_next.next = self.row.q.val() + 1;
                 }
             }
             Phase::SearchDrain => {
-                if self.countdown.q.val() == 0 {
-                    self.countdown.d.next = self.reduce_wait.val();
+                if self.countdown_zero.q.val() {
+                    self.countdown_next.next = self.reduce_wait.val();
                     self.next_state.next = Phase::SearchReduce;
                 }
             }
             Phase::SearchReduce => {
-                if self.countdown.q.val() == 0 {
+                if self.countdown_zero.q.val() {
                     self.next_state.next = Phase::SearchUpdate1;
                 }
             }
@@ -921,7 +935,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             Phase::SearchUpdate2 => {
                 self.search_a.update2.next = true;
                 self.search_b.update2.next = true;
-                self.countdown.d.next = self.probe_wait.val();
+                self.countdown_next.next = self.probe_wait.val();
                 self.next_state.next = Phase::SearchWait;
             }
             Phase::FinalStart => {
@@ -929,25 +943,25 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.rest_b.d.next = self.search_b.rest.val();
                 self.final_mode.d.next = true;
                 self.lane_phase.d.next = self.phase_final.val();
-                self.countdown.d.next = 1.into();
+                self.countdown_next.next = 1.into();
                 self.next_state.next = Phase::FinalWait;
             }
             Phase::FinalWait => {
-                if self.countdown.q.val() == 0 {
+                if self.countdown_zero.q.val() {
                     self.next_state.next = Phase::FinalIssue;
                 }
             }
             Phase::FinalIssue => {
-                if self.row.q.val() == self.last_row.q.val() {
-                    self.row.d.next = 0.into();
-                    self.countdown.d.next = self.final_wait.val();
+                if self.row_last.q.val() {
+                    self.row_next.next = 0.into();
+                    self.countdown_next.next = self.final_wait.val();
                     self.next_state.next = Phase::FinalDrain;
                 } else {
-                    self.row.d.next = self.row.q.val() + 1;
+                    self.row_next.next = self.row.q.val() + 1;
                 }
             }
             Phase::FinalDrain => {
-                if self.countdown.q.val() == 0 {
+                if self.countdown_zero.q.val() {
                     self.next_state.next = Phase::EmitStart;
                 }
             }
@@ -961,18 +975,22 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             }
             Phase::EmitShow => {
                 if self.out_ready.val() {
-                    if self.row.q.val() == self.last_row.q.val() {
+                    if self.row_last.q.val() {
                         self.done_flag.d.next = true;
                         self.busy_r.d.next = false;
                         self.next_state.next = Phase::Idle;
                     } else {
-                        self.row.d.next = self.row.q.val() + 1;
+                        self.row_next.next = self.row.q.val() + 1;
                         self.next_state.next = Phase::EmitWait;
                     }
                 }
             }
         }
         self.state.d.next = self.next_state.val();
+        self.countdown.d.next = self.countdown_next.val();
+        self.countdown_zero.d.next = self.countdown_next.val() == 0;
+        self.row.d.next = self.row_next.val();
+        self.row_last.d.next = self.row_next.val() == self.last_row.q.val();
         self.at_load_run.d.next = self.next_state.val() == Phase::LoadRun;
         self.at_issue.d.next =
             (self.next_state.val() == Phase::SearchIssue) | (self.next_state.val() == Phase::FinalIssue);
