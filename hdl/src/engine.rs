@@ -63,7 +63,8 @@ pub fn cycles(n: usize, p: usize, k: usize) -> usize {
 pub enum Phase {
     /// Waiting for `start`; the credit port is live.
     Idle,
-    /// Checks the settings taken with `start`.
+    /// Acts on the check of the settings made with `start` (`start_code`): refuses
+    /// the quantum (`done` with `error`, one cycle of `busy`) or starts LOAD.
     Begin,
     /// Taking demand beats, one row per cycle.
     LoadRun,
@@ -148,13 +149,15 @@ pub struct Engine<const P: usize, const A: usize> {
     pub credit_wdata: [Signal<In, Bits<32>>; P],
     /// Credit port: balances of the row (one cycle after `credit_row`).
     pub credit_rdata: [Signal<Out, Bits<32>>; P],
-    /// A quantum is in progress.
+    /// A quantum is in progress (from the cycle after `start`; one cycle for a quantum
+    /// refused for its settings).
     pub busy: Signal<Out, Bit>,
     /// The last quantum finished (successfully or with `error`); cleared by `start`.
     pub done: Signal<Out, Bit>,
     /// Error code of the last quantum (see [`error_code`]).
     pub error: Signal<Out, Bits<4>>,
-    /// Cycles from `start` to the end of the last quantum.
+    /// Cycles from `start` to the end of the last quantum (2 for one refused for its
+    /// settings).
     pub cycles: Signal<Out, Bits<32>>,
     lanes: [EngineLane<A>; P],
     cells: [GrantCell; P],
@@ -163,7 +166,7 @@ pub struct Engine<const P: usize, const A: usize> {
     /// controls that reach every lane leave a flip-flop: the state is LoadRun (the
     /// demand stream's `in_ready`), a row enters the lanes in SEARCH or FINAL, FINAL's
     /// rows enter, the lanes' counters restart, the lanes' sums shift, the engine's
-    /// accumulators clear, the key ranges are taken, results are shown.
+    /// sums clear (Begin, SearchCheck), its key ranges clear (Begin), results are shown.
     at_load_run: DFF<Bit>,
     at_issue: DFF<Bit>,
     at_final_issue: DFF<Bit>,
@@ -766,8 +769,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
 
         match self.state.q.val() {
             Phase::Idle => {
-                // The settings are taken here and checked in Begin, so that `start`
-                // only enables registers.
+                // The settings are taken here and checked into `start_code` (from the
+                // inputs), which Begin acts on: `start` only enables registers.
                 if self.start.val() {
                     self.cfg_mode.d.next = self.mode.val();
                     self.cfg_n.d.next = self.n_users.val();
@@ -990,6 +993,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.countdown.d.next = self.countdown_next.val();
         self.countdown_zero.d.next = self.countdown_next.val() == 0;
         self.row.d.next = self.row_next.val();
+        // Against the `last_row` of the previous quantum in the cycle LOAD writes it;
+        // first read in SEARCH, many cycles later.
         self.row_last.d.next = self.row_next.val() == self.last_row.q.val();
         self.at_load_run.d.next = self.next_state.val() == Phase::LoadRun;
         self.at_issue.d.next =

@@ -151,5 +151,32 @@ mod tests {
         acc.shift_in.next = 0u64.into();
         tick(&mut acc);
         assert_eq!(acc.q.val().to_u64(), 0);
+        // A neighbour's saturated sum shifted in stays saturated under an add, and a
+        // sum that saturates again after a shift shows it.
+        acc.shift_in.next = 0xFFFF_FFFFu64.into();
+        tick(&mut acc);
+        acc.shift.next = false;
+        acc.add.next = true;
+        acc.x.next = 0u64.into();
+        tick(&mut acc);
+        assert_eq!(acc.q.val().to_u64(), 0xFFFF_FFFF);
+        acc.x.next = 2u64.into();
+        tick(&mut acc);
+        assert_eq!(acc.q.val().to_u64(), 0xFFFF_FFFF, "saturated sum plus 2");
+        acc.shift.next = true;
+        acc.shift_in.next = 0xFFFF_FFF0u64.into();
+        tick(&mut acc);
+        acc.shift.next = false;
+        acc.x.next = 0x0Fu64.into();
+        tick(&mut acc);
+        assert_eq!(acc.q.val().to_u64(), 0xFFFF_FFFF);
+        acc.x.next = 0x11u64.into();
+        tick(&mut acc);
+        assert_eq!(acc.q.val().to_u64(), 0xFFFF_FFFF, "saturated again after a shift");
+        acc.add.next = false;
+        acc.shift.next = true;
+        acc.shift_in.next = 9u64.into();
+        tick(&mut acc);
+        assert_eq!(acc.q.val().to_u64(), 9, "the flag is cleared by a shift");
     }
 }

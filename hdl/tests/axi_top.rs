@@ -171,10 +171,13 @@ fn configuration_errors_reach_the_status_register() {
     assert_eq!(abi::STATUS_ERROR.get(bad.status), abi::status::GUARANTEED);
     assert!(bad.alloc.is_empty(), "no results for a refused quantum");
     assert_eq!(bad.seq_done, 1, "a refused quantum still completes its sequence number");
+    // Refused quanta in a row each complete their own sequence number.
     let bad = d.quantum(2, 3, 2, 1, &[1, 1, 1]);
     assert_eq!(abi::STATUS_ERROR.get(bad.status), abi::status::MODE);
+    assert_eq!(bad.seq_done, 2, "the second refused quantum completes its sequence number");
     let bad = d.quantum(3, 0, 2, 1, &[1; 17]);
     assert_eq!(abi::STATUS_ERROR.get(bad.status), abi::status::USERS);
+    assert_eq!(bad.seq_done, 3, "the third refused quantum completes its sequence number");
     assert_eq!(d.read(abi::QUANTA.offset), 0, "refused quanta are not counted");
     let good = d.quantum(4, 0, 2, 1, &[1, 1, 1]);
     assert_eq!(abi::STATUS_ERROR.get(good.status), 0);
