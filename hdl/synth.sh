@@ -158,23 +158,30 @@ ecp5_shape() {
     return 0
   fi
   local plog=$ecp5_dir/logs/$run.pnr.log
+  # The commit the Verilog came from, "+" if hdl/ had uncommitted changes: rows of
+  # different designs can sit in one table (each shape is run on its own).
+  local design
+  design=$(git rev-parse --short HEAD 2> /dev/null || echo "-")
+  if [ "$design" != - ] && [ -n "$(git status --porcelain -- hdl 2> /dev/null)" ]; then
+    design="$design+"
+  fi
   echo "$run: nextpnr-ecp5 --speed $speed --seed $SEED ..." >&2
   local code=0
   timeout "$PNR_TIMEOUT" "$nextpnr_ecp5" --85k --package CABGA381 --out-of-context --speed "$speed" \
     --json "$json" --freq "$TARGET_MHZ" --timing-allow-fail --seed "$SEED" > "$plog" 2>&1 || code=$?
   # What ran; the row is made from this and the logs (see ecp5_row).
   mkdir -p "$ecp5_dir/runs"
-  echo "$top $users $lanes $speed $SEED $code $PNR_TIMEOUT $hash" > "$ecp5_dir/runs/$run.meta"
+  echo "$top $users $lanes $speed $SEED $code $PNR_TIMEOUT $hash $design" > "$ecp5_dir/runs/$run.meta"
   ecp5_row "$ecp5_dir/runs/$run.meta"
   echo "$run: $(cat "$ecp5_dir/rows/$run.row")" >&2
 }
 
 # ecp5_row META: the table row of one run, from what ran (META: top, users, lanes, speed
-# grade, seed, nextpnr's exit status, time limit, Verilog hash) and the tools' logs:
+# grade, seed, nextpnr's exit status, time limit, Verilog hash, commit) and the tools' logs:
 # Yosys's statistics, nextpnr's utilisation, Fmax and critical path.
 ecp5_row() {
-  local top users lanes speed seed code limit hash
-  read -r top users lanes speed seed code limit hash < "$1"
+  local top users lanes speed seed code limit hash design
+  read -r top users lanes speed seed code limit hash design < "$1"
   local run="$top-n$users-p$lanes-s$speed"
   local stat=$ecp5_dir/logs/$top-n$users-p$lanes-$hash.stat.txt
   local plog=$ecp5_dir/logs/$run.pnr.log
@@ -219,7 +226,7 @@ ecp5_row() {
   fi
   local what="engine"
   [ "$top" = device ] && what="device top level (AXI4-Lite + AXI-Stream)"
-  echo "| $what | $users | $lanes | $speed | $lut | $ccu | $ff | $ram | ${comb:--} | ${fftot:--} | ${bram:--} | $fmax | $seed | $path | $delay |" > "$ecp5_dir/rows/$run.row"
+  echo "| $what | $users | $lanes | $speed | $lut | $ccu | $ff | $ram | ${comb:--} | ${fftot:--} | ${bram:--} | $fmax | $seed | $path | $delay | ${design:--} |" > "$ecp5_dir/rows/$run.row"
 }
 
 ecp5_part() {
@@ -262,9 +269,11 @@ ecp5_part() {
     echo "  a cell drives: \`NET_TRELLIS_FF_Q_k\` is one of the flip-flops of register NET (so"
     echo "  \`search_a.lo.q\` is \`lo\` of the engine's \`search_a\`, and \`lanes\$0.count_a_in1\` is"
     echo "  the engine's \`acc_a[1]\`, the sum that enters lane 0)."
+    echo "- Design: the commit whose \`hdl/\` the Verilog came from (\`+\`: with uncommitted"
+    echo "  changes; \`-\`: not recorded). Shapes run one at a time, so rows may differ."
     echo
-    echo "| top level | users N | lanes P | speed | LUT4 | CCU2C | flip-flops | DP16KD | logic cells used | FF used | DP16KD used | Fmax | seed | critical path (start -> end) | delay |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    echo "| top level | users N | lanes P | speed | LUT4 | CCU2C | flip-flops | DP16KD | logic cells used | FF used | DP16KD used | Fmax | seed | critical path (start -> end) | delay | design |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"
     for row in "$ecp5_dir"/rows/*.row; do
       if [ -e "$row" ]; then cat "$row"; fi
     done | sort -t'|' -k2,2 -k3,3n -k4,4n -k5,5n
