@@ -175,6 +175,14 @@ pub struct Engine<const P: usize, const A: usize> {
     at_clear: DFF<Bit>,
     at_begin: DFF<Bit>,
     at_emit_show: DFF<Bit>,
+    /// Registered decodes for the two search units (far apart on the die): their
+    /// targets load (Plan4), their intervals start (SearchInit), they check for another
+    /// pass (SearchCheck), and the narrowing's two cycles (SearchUpdate1, 2).
+    at_load_target: DFF<Bit>,
+    at_search_init: DFF<Bit>,
+    at_search_check: DFF<Bit>,
+    at_update1: DFF<Bit>,
+    at_update2: DFF<Bit>,
     /// The demand beat taken in the previous cycle: it enters the lanes now. Its data
     /// and the lanes' "user exists" flags are registered every cycle (no enable).
     beat_valid: DFF<Bit>,
@@ -334,6 +342,11 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             at_clear: Default::default(),
             at_begin: Default::default(),
             at_emit_show: Default::default(),
+            at_load_target: Default::default(),
+            at_search_init: Default::default(),
+            at_search_check: Default::default(),
+            at_update1: Default::default(),
+            at_update2: Default::default(),
             beat_valid: Default::default(),
             beat_data: array_init::array_init(|_| Default::default()),
             beat_ok: array_init::array_init(|_| Default::default()),
@@ -454,6 +467,11 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             at_clear,
             at_begin,
             at_emit_show,
+            at_load_target,
+            at_search_init,
+            at_search_check,
+            at_update1,
+            at_update2,
             beat_valid,
             cfg_mode,
             cfg_n,
@@ -602,18 +620,33 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // The two threshold searches: pulses from the FSM, counts from the accumulators.
         self.search_a.clock.next = self.clock.val();
         self.search_b.clock.next = self.clock.val();
-        self.search_a.load_target.next = false;
-        self.search_b.load_target.next = false;
-        self.search_a.init.next = false;
-        self.search_b.init.next = false;
-        self.search_a.update1.next = false;
-        self.search_b.update1.next = false;
-        self.search_a.update2.next = false;
-        self.search_b.update2.next = false;
-        self.search_a.check.next = false;
-        self.search_b.check.next = false;
+        self.search_a.load_target.next = self.at_load_target.q.val();
+        self.search_b.load_target.next = self.at_load_target.q.val();
+        self.search_a.init.next = self.at_search_init.q.val();
+        self.search_b.init.next = self.at_search_init.q.val();
+        self.search_a.update1.next = self.at_update1.q.val();
+        self.search_b.update1.next = self.at_update1.q.val();
+        self.search_a.update2.next = self.at_update2.q.val();
+        self.search_b.update2.next = self.at_update2.q.val();
+        self.search_a.check.next = self.at_search_check.q.val();
+        self.search_b.check.next = self.at_search_check.q.val();
+        // The targets (taken in Plan4): the borrowed total, and what it takes from the
+        // donors; max-min's one search takes the capacity from the candidates.
         self.search_a.target.next = 0.into();
         self.search_b.target.next = 0.into();
+        if self.cfg_mode.q.val() == self.mode_karma.val() {
+            self.search_a.target.next = self.borrow.q.val();
+            self.search_b.target.next = self.total_b.q.val();
+            if self.borrow.q.val() < self.total_b.q.val() {
+                self.search_b.target.next = self.borrow.q.val();
+            }
+        }
+        if self.cfg_mode.q.val() == self.mode_maxmin.val() {
+            self.search_b.target.next = self.total_b.q.val();
+            if self.capacity.q.val() < self.total_b.q.val() {
+                self.search_b.target.next = self.capacity.q.val();
+            }
+        }
         self.search_a.total.next = self.total_a.q.val();
         self.search_b.total.next = self.total_b.q.val();
         self.search_a.first.next = !self.nfirst_a.q.val();
@@ -856,23 +889,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.next_state.next = Phase::Plan4;
             }
             Phase::Plan4 => {
-                // The targets: the borrowed total, and what it takes from the donors.
-                self.search_a.load_target.next = true;
-                self.search_b.load_target.next = true;
+                // The search units take their targets (at_load_target).
                 self.next_state.next = Phase::SearchInit;
-                if self.cfg_mode.q.val() == self.mode_karma.val() {
-                    self.search_a.target.next = self.borrow.q.val();
-                    self.search_b.target.next = self.total_b.q.val();
-                    if self.borrow.q.val() < self.total_b.q.val() {
-                        self.search_b.target.next = self.borrow.q.val();
-                    }
-                }
-                if self.cfg_mode.q.val() == self.mode_maxmin.val() {
-                    self.search_b.target.next = self.total_b.q.val();
-                    if self.capacity.q.val() < self.total_b.q.val() {
-                        self.search_b.target.next = self.capacity.q.val();
-                    }
-                }
                 if self.refused.q.val() {
                     self.err_code.d.next = self.code_capacity.val();
                 }
@@ -889,8 +907,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 }
             }
             Phase::SearchInit => {
-                self.search_a.init.next = true;
-                self.search_b.init.next = true;
                 self.countdown_next.next = self.probe_wait.val();
                 self.next_state.next = Phase::SearchWait;
             }
@@ -900,8 +916,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 }
             }
             Phase::SearchCheck => {
-                self.search_a.check.next = true;
-                self.search_b.check.next = true;
                 self.row_next.next = 0.into();
                 if self.search_a.more.val() | self.search_b.more.val() {
                     self.lane_phase.d.next = self.phase_search.val();
@@ -931,13 +945,9 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 }
             }
             Phase::SearchUpdate1 => {
-                self.search_a.update1.next = true;
-                self.search_b.update1.next = true;
                 self.next_state.next = Phase::SearchUpdate2;
             }
             Phase::SearchUpdate2 => {
-                self.search_a.update2.next = true;
-                self.search_b.update2.next = true;
                 self.countdown_next.next = self.probe_wait.val();
                 self.next_state.next = Phase::SearchWait;
             }
@@ -1009,5 +1019,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.at_clear.d.next = (self.next_state.val() == Phase::Begin) | (self.next_state.val() == Phase::SearchCheck);
         self.at_begin.d.next = self.next_state.val() == Phase::Begin;
         self.at_emit_show.d.next = self.next_state.val() == Phase::EmitShow;
+        self.at_load_target.d.next = self.next_state.val() == Phase::Plan4;
+        self.at_search_init.d.next = self.next_state.val() == Phase::SearchInit;
+        self.at_search_check.d.next = self.next_state.val() == Phase::SearchCheck;
+        self.at_update1.d.next = self.next_state.val() == Phase::SearchUpdate1;
+        self.at_update2.d.next = self.next_state.val() == Phase::SearchUpdate2;
     }
 }
