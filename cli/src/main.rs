@@ -413,7 +413,8 @@ enum HdlCommand {
         /// Parallel lanes: 1, 2, 4, 8, 16 or 32.
         #[arg(long)]
         lanes: usize,
-        /// Top level: the device (AXI4-Lite + AXI-Stream) or the bare engine.
+        /// Top level: the device (AXI4-Lite + AXI-Stream), the bare engine, or the
+        /// weighted count block (what a weighted lane would add; measured, not in the engine).
         #[arg(long, value_enum, default_value = "device")]
         top: hdl::Top,
         /// Name of the exported top module (a Verilog identifier); the shell

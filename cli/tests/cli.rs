@@ -381,9 +381,11 @@ fn hdl_cycles_and_verilog() {
 #[test]
 fn hdl_verilog_module_name() {
     let dir = tempfile::tempdir().unwrap();
-    for (top, shell, shell_module) in
-        [("engine", "e_shell.v", "engine_shell"), ("device", "d_shell.v", "fairshare_device")]
-    {
+    for (top, shell, shell_module) in [
+        ("engine", "e_shell.v", "engine_shell"),
+        ("device", "d_shell.v", "fairshare_device"),
+        ("weighted-count", "w_shell.v", "weighted_shell"),
+    ] {
         let v = dir.path().join(format!("{}.v", &shell[..1]));
         let args = ["hdl", "verilog", "--users", "64", "--lanes", "2", "--top", top, "--module", "fs_core$2", "--out"];
         let out = fairshare(&[&args[..], &[v.to_str().unwrap()]].concat());

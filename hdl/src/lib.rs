@@ -13,6 +13,7 @@
 //! (the engine cycle by cycle, an `Accelerator`), [`bus_testbench`] (an AXI master and
 //! stream agents for the top level). [`catalog`] picks a shape at run time;
 //! [`verilog`] exports it; [`oracle`] is what the engine must compute.
+//! [`weighted_count`] is what a weighted lane would add (measured, not in the engine).
 //!
 //! Takes its constants (register map, modes, status codes, word limit, admission) from
 //! `fairshare-abi` and its expected results from the host library's policies; must not
@@ -31,3 +32,4 @@ pub mod oracle;
 pub mod reduce;
 pub mod search;
 pub mod verilog;
+pub mod weighted_count;

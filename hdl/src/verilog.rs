@@ -65,6 +65,25 @@ pub fn device_verilog<const P: usize, const A: usize>() -> Result<String, HdlErr
     Ok(generate_verilog(&*uut))
 }
 
+/// The Verilog of the weighted count block ([`crate::weighted_count::WeightedCount`],
+/// measured, not part of the engine); the top module is `top`.
+pub fn weighted_count_verilog() -> Result<String, HdlError> {
+    let mut uut = crate::weighted_count::WeightedCount::default();
+    uut.connect_all();
+    check_all(&uut)
+        .map_err(|e| HdlError::Verilog(format!("the weighted count block fails RustHDL's checks: {e:?}")))?;
+    Ok(generate_verilog(&uut))
+}
+
+/// A Verilog wrapper `weighted_shell` around the weighted count block's `top` (its
+/// ports are plain already; the wrapper gives it the shell every export has).
+pub fn weighted_count_shell() -> String {
+    "module weighted_shell(\n  input wire clock, input wire [31:0] key, input wire [31:0] probe,\n  \
+     input wire [31:0] price, input wire [31:0] reciprocal, input wire [31:0] run, output wire [31:0] count);\n  \
+     top core(\n    .clock(clock), .key(key), .probe(probe), .price(price), .reciprocal(reciprocal), .run(run), .count(count)\n  );\nendmodule\n"
+        .to_string()
+}
+
 /// A Verilog wrapper `fairshare_device` around the device's `top` with the port names
 /// of AXI4-Lite and AXI-Stream and packed stream data: `s_axis_tdata[32P-1:0]` (lane
 /// `i`'s demand in bits `32i ..`), `m_axis_tdata[64P-1:0]` (lane `i`'s allocation in

@@ -225,3 +225,50 @@ fn device_verilog_matches_the_register_map_and_software() {
         assert_eq!(got, want, "answer {i} of the Verilator device run");
     }
 }
+
+/// The weighted count block (measured for Algorithm 2, not in the engine) under
+/// Verilator at one case per cycle: edge cases and random keys, probes, prices and
+/// runs, every count against the host library's rule.
+#[test]
+fn weighted_count_verilog_matches_the_host_rule() {
+    use fairshare_hdl::verilog::{weighted_count_shell, weighted_count_verilog};
+    use fairshare_hdl::weighted_count::{expected_count, reciprocal, WEIGHTED_LATENCY};
+    use rand::Rng;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(
+        dir.path(),
+        weighted_count_verilog().unwrap(),
+        weighted_count_shell(),
+        "weighted_shell",
+        "weighted_harness.cpp",
+        &format!("-DLATENCY={WEIGHTED_LATENCY}"),
+    );
+    let mut cases: Vec<(u32, u32, u32, u32)> = vec![
+        (u32::MAX, 0, 1, u32::MAX),
+        (u32::MAX, 0, 3, 7),
+        (u32::MAX, 1, 1 << 31, 9),
+        (101, 0, 10, 1000),
+        (5, 5, 2, 3),
+    ];
+    let mut rng = ChaCha8Rng::seed_from_u64(18);
+    for i in 0..20_000 {
+        let key: u32 = if i % 2 == 0 { rng.gen() } else { rng.gen_range(0..1 << 20) };
+        let probe: u32 = if rng.gen_bool(0.1) { key.wrapping_add(rng.gen_range(0..3)) } else { rng.gen_range(0..=key) };
+        let price: u32 = match rng.gen_range(0..3) {
+            0 => 1,
+            1 => rng.gen_range(2..1 << 16),
+            _ => rng.gen_range(2..=u32::MAX),
+        };
+        let run: u32 = if rng.gen_bool(0.5) { rng.gen() } else { rng.gen_range(0..64) };
+        cases.push((key, probe, price, run));
+    }
+    let mut script = String::new();
+    for &(key, probe, price, run) in &cases {
+        writeln!(script, "{key} {probe} {price} {} {run}", reciprocal(price)).unwrap();
+    }
+    let answers = run(dir.path(), &exe, &script, cases.len());
+    for (&(key, probe, price, run), answer) in cases.iter().zip(&answers) {
+        let want = expected_count(key, probe, price, run);
+        assert_eq!(answer, &want.to_string(), "key {key} probe {probe} price {price} run {run}");
+    }
+}
