@@ -202,10 +202,15 @@ pub struct Engine<const P: usize, const A: usize> {
     countdown: DFF<Bits<8>>,
     /// Registered conditions of the FSM's moves, so that its next state depends on few,
     /// nearby flip-flops: the countdown is zero, the row is the last, and the error
-    /// code of the settings taken with `start` (0 if they are good).
+    /// code of the settings taken with `start` (0 if they are good), either search
+    /// needs another pass (the search units sit far apart; their `more` is valid two
+    /// cycles after an interval changes, this flag three, SearchCheck comes after
+    /// four), and PLAN stops the quantum (refused, or a lane reported bad input).
     countdown_zero: DFF<Bit>,
     row_last: DFF<Bit>,
     start_code: DFF<Bits<4>>,
+    more_any: DFF<Bit>,
+    plan_stop: DFF<Bit>,
     cap_lo: DFF<Bits<32>>,
     cap_hi: DFF<Bits<32>>,
     shared_lo: DFF<Bits<32>>,
@@ -363,6 +368,8 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             last_row: Default::default(),
             countdown: Default::default(),
             countdown_zero: Default::default(),
+            more_any: Default::default(),
+            plan_stop: Default::default(),
             row_last: Default::default(),
             start_code: Default::default(),
             cap_lo: Default::default(),
@@ -486,6 +493,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             last_row,
             countdown,
             countdown_zero,
+            more_any,
+            plan_stop,
             row_last,
             start_code,
             cap_lo,
@@ -900,7 +909,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                         self.err_code.d.next = self.code_credit.val();
                     }
                 }
-                if self.refused.q.val() | (self.lane_errors.q.val() != 0) {
+                if self.plan_stop.q.val() {
                     self.done_flag.d.next = true;
                     self.busy_r.d.next = false;
                     self.next_state.next = Phase::Idle;
@@ -917,7 +926,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             }
             Phase::SearchCheck => {
                 self.row_next.next = 0.into();
-                if self.search_a.more.val() | self.search_b.more.val() {
+                if self.more_any.q.val() {
                     self.lane_phase.d.next = self.phase_search.val();
                     self.next_state.next = Phase::SearchIssue;
                 } else {
@@ -1006,6 +1015,9 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // Against the `last_row` of the previous quantum in the cycle LOAD writes it;
         // first read in SEARCH, many cycles later.
         self.row_last.d.next = self.row_next.val() == self.last_row.q.val();
+        self.more_any.d.next = self.search_a.more.val() | self.search_b.more.val();
+        // refused is set in Plan1, the lanes' errors by LoadReduce: both final before Plan3.
+        self.plan_stop.d.next = self.refused.q.val() | (self.lane_errors.q.val() != 0);
         self.at_load_run.d.next = self.next_state.val() == Phase::LoadRun;
         self.at_issue.d.next =
             (self.next_state.val() == Phase::SearchIssue) | (self.next_state.val() == Phase::FinalIssue);
