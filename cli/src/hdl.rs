@@ -17,7 +17,7 @@ pub enum Top {
     Engine,
     /// Not a top level of the engine: the weighted count block, what a weighted lane
     /// would add per probe (shell module `weighted_shell`), exported to be measured.
-    /// `--users` and `--lanes` do not apply.
+    /// `--users` and `--lanes` are not checked and do not change it.
     WeightedCount,
 }
 
@@ -25,13 +25,25 @@ pub enum Top {
 /// `module`, `top` by default), and its packed-port shell next to it (`<out
 /// stem>_shell.v`). A bad module name writes nothing.
 pub fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -> Result<(), CliError> {
-    let engine = catalog::engine(lanes, users)?;
-    let (verilog, shell) = match top {
-        Top::Device => engine.device_verilog(),
-        Top::Engine => engine.verilog(),
-        Top::WeightedCount => fairshare_hdl::verilog::weighted_count_verilog()
-            .map(|v| (v, fairshare_hdl::verilog::weighted_count_shell())),
-    }?;
+    let (what, shell_module, verilog, shell) = match top {
+        Top::Device | Top::Engine => {
+            let engine = catalog::engine(lanes, users)?;
+            let shape = format!("with {lanes} lanes for up to {} users", engine.capacity());
+            if top == Top::Device {
+                let (v, s) = engine.device_verilog()?;
+                (format!("device {shape}"), "fairshare_device", v, s)
+            } else {
+                let (v, s) = engine.verilog()?;
+                (format!("engine {shape}"), "engine_shell", v, s)
+            }
+        }
+        Top::WeightedCount => (
+            "weighted count block".to_string(),
+            "weighted_shell",
+            fairshare_hdl::verilog::weighted_count_verilog()?,
+            fairshare_hdl::verilog::weighted_count_shell(),
+        ),
+    };
     let (verilog, shell) = fairshare_hdl::verilog::rename_top(&verilog, &shell, module)?;
     let shell_path = out.with_file_name(format!(
         "{}_shell.v",
@@ -40,11 +52,6 @@ pub fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -
     for (path, text) in [(out, &verilog), (shell_path.as_path(), &shell)] {
         write_atomically(path, text.as_bytes())?;
     }
-    let (what, shell_module) = match top {
-        Top::Device => (format!("device with {lanes} lanes for up to {} users", engine.capacity()), "fairshare_device"),
-        Top::Engine => (format!("engine with {lanes} lanes for up to {} users", engine.capacity()), "engine_shell"),
-        Top::WeightedCount => ("weighted count block".to_string(), "weighted_shell"),
-    };
     eprintln!(
         "hdl verilog: {what} (module `{module}`) in {}, its shell (module `{shell_module}`) in {}",
         out.display(),

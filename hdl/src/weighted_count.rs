@@ -14,8 +14,9 @@
 //! x / p - x / 2^32 > x / p - 1`), so `q = q0 + (x - q0 p >= p)`. A price of one (a user
 //! with the mean share) has `q = x`. The two products are built from 16 x 16 partial
 //! products (RustHDL's one multiplier, an ECP5 MULT18X18D each): four for `x r`, three
-//! for the low half of `q0 p`. Every stage is registered and one carry chain deep:
-//! [`WEIGHTED_LATENCY`] cycles from the inputs to the count.
+//! for the low half of `q0 p`. Every stage is registered, its carry chains side by side
+//! (none feeds another in the same cycle): [`WEIGHTED_LATENCY`] cycles from the inputs
+//! to the count.
 
 use rust_hdl::prelude::*;
 
@@ -63,9 +64,9 @@ pub struct WeightedCount {
     qp_mid: DFF<Bits<16>>,
     qp_ll7: DFF<Bits<32>>,
     qp: DFF<Bits<32>>,
-    // Stage 8: the remainder x - q0 p; stage 9: the quotient; stage 10: the count.
+    // Stage 8: the remainder x - q0 p; stage 9: the quotient plus one; stage 10: the count.
     rem: DFF<Bits<32>>,
-    quotient: DFF<Bits<32>>,
+    quotient_plus_one: DFF<Bits<32>>,
     count_r: DFF<Bits<32>>,
     // x, c > t, p, run and q0 along the stages that need them.
     x_d: [DFF<Bits<32>>; 7],
@@ -77,15 +78,38 @@ pub struct WeightedCount {
     xr: Signal<Local, Bits<64>>,
     qp_lh_full: Signal<Local, Bits<32>>,
     qp_hl_full: Signal<Local, Bits<32>>,
-    plus_one: Signal<Local, Bits<32>>,
+    q0_plus_one: Signal<Local, Bits<32>>,
+    q0_plus_two: Signal<Local, Bits<32>>,
 }
 
 impl Logic for WeightedCount {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, x1, above1, price1, recip1, run1, xr_ll, xr_lh, xr_hl, xr_hh, xr_lo, xr_hi, q0, qp_ll, qp_lh,
-            qp_hl, qp_mid, qp_ll7, qp, rem, quotient, count_r, unit_price
+            self,
+            clock,
+            x1,
+            above1,
+            price1,
+            recip1,
+            run1,
+            xr_ll,
+            xr_lh,
+            xr_hl,
+            xr_hh,
+            xr_lo,
+            xr_hi,
+            q0,
+            qp_ll,
+            qp_lh,
+            qp_hl,
+            qp_mid,
+            qp_ll7,
+            qp,
+            rem,
+            quotient_plus_one,
+            count_r,
+            unit_price
         );
         for i in 0..7 {
             self.x_d[i].clock.next = self.clock.val();
@@ -99,7 +123,8 @@ impl Logic for WeightedCount {
             self.q0_d[i].clock.next = self.clock.val();
         }
         // Stage 1.
-        self.x1.d.next = self.key.val() - self.probe.val() - 1;
+        // key - probe - 1 is key + !probe (mod 2^32): one carry chain.
+        self.x1.d.next = self.key.val() + !self.probe.val();
         self.above1.d.next = self.key.val() > self.probe.val();
         self.price1.d.next = self.price.val();
         self.recip1.d.next = self.reciprocal.val();
@@ -148,16 +173,18 @@ impl Logic for WeightedCount {
         self.qp.d.next = self.qp_ll7.q.val() + (bit_cast::<32, 16>(self.qp_mid.q.val()) << 16);
         // Stage 8: the remainder, below 2p.
         self.rem.d.next = self.x_d[5].q.val() - self.qp.q.val();
-        // Stage 9: the exact quotient.
-        self.quotient.d.next = self.q0_d[3].q.val();
+        // Stage 9: the exact quotient plus one (keys from c down to c - q p), its two
+        // candidates and the compare side by side.
+        self.q0_plus_one.next = self.q0_d[3].q.val() + 1;
+        self.q0_plus_two.next = self.q0_d[3].q.val() + 2;
+        self.quotient_plus_one.d.next = self.q0_plus_one.val();
         if self.rem.q.val() >= self.price_d[6].q.val() {
-            self.quotient.d.next = self.q0_d[3].q.val() + 1;
+            self.quotient_plus_one.d.next = self.q0_plus_two.val();
         }
         // Stage 10: min(run, q + 1) keys above the probe, none if c <= t.
-        self.plus_one.next = self.quotient.q.val() + 1;
         self.count_r.d.next = self.run_d[7].q.val();
-        if self.plus_one.val() < self.run_d[7].q.val() {
-            self.count_r.d.next = self.plus_one.val();
+        if self.quotient_plus_one.q.val() < self.run_d[7].q.val() {
+            self.count_r.d.next = self.quotient_plus_one.q.val();
         }
         if !self.above_d[7].q.val() {
             self.count_r.d.next = 0.into();
