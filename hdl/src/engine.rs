@@ -29,6 +29,7 @@ use crate::grant::{GrantCell, LEVELS};
 use crate::lane::{phase, EngineLane, FINAL_LATENCY, LOAD_LATENCY, SEARCH_LATENCY};
 use crate::reduce::{MaxAcc, SatAcc};
 use crate::search::{SearchUnit, PROBE_LATENCY};
+use crate::sequencer::Sequencer;
 use rust_hdl::prelude::*;
 
 use fairshare_abi as abi;
@@ -58,59 +59,8 @@ pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     load + first + passes + fin + 1 + 2 * r
 }
 
-/// FSM states.
-#[derive(Copy, Clone, PartialEq, Debug, LogicState)]
-pub enum Phase {
-    /// Waiting for `start`; the credit port is live.
-    Idle,
-    /// Acts on the check of the settings made with `start` (`start_code`): refuses
-    /// the quantum (`done` with `error`, one cycle of `busy`) or starts LOAD.
-    Begin,
-    /// Taking demand beats, one row per cycle.
-    LoadRun,
-    /// The last rows of LOAD in the lanes' pipelines.
-    LoadDrain,
-    /// LOAD's totals and key ranges shift out of the lanes.
-    LoadReduce,
-    /// Totals and the pool size check.
-    Plan1,
-    /// Supply.
-    Plan2,
-    /// Borrowed total.
-    Plan3,
-    /// Targets and errors.
-    Plan4,
-    /// Search intervals.
-    SearchInit,
-    /// The probes follow the intervals.
-    SearchWait,
-    /// Another pass?
-    SearchCheck,
-    /// Streaming rows through the counters.
-    SearchIssue,
-    /// The last rows of a pass in the pipelines.
-    SearchDrain,
-    /// The counts shift out of the lanes.
-    SearchReduce,
-    /// Counts against the targets.
-    SearchUpdate1,
-    /// Narrowing the intervals.
-    SearchUpdate2,
-    /// Slices left at the thresholds; probes become the thresholds.
-    FinalStart,
-    /// The thresholds reach the lanes.
-    FinalWait,
-    /// Streaming rows through FINAL.
-    FinalIssue,
-    /// The last rows of FINAL in the pipelines.
-    FinalDrain,
-    /// Results out: from row 0.
-    EmitStart,
-    /// Reading a row.
-    EmitWait,
-    /// Presenting a row's results.
-    EmitShow,
-}
+/// The engine's phases, stepped by its [`Sequencer`].
+pub use crate::sequencer::Phase;
 
 /// The engine block.
 #[derive(LogicBlock)]
@@ -161,28 +111,7 @@ pub struct Engine<const P: usize, const A: usize> {
     pub cycles: Signal<Out, Bits<32>>,
     lanes: [EngineLane<A>; P],
     cells: [GrantCell; P],
-    state: DFF<Phase>,
-    /// Registered decodes of the state (computed from the next state), so that the
-    /// controls that reach every lane leave a flip-flop: the state is LoadRun (the
-    /// demand stream's `in_ready`), a row enters the lanes in SEARCH or FINAL, FINAL's
-    /// rows enter, the lanes' counters restart, the lanes' sums shift, the engine's
-    /// sums clear (Begin, SearchCheck), its key ranges clear (Begin), results are shown.
-    at_load_run: DFF<Bit>,
-    at_issue: DFF<Bit>,
-    at_final_issue: DFF<Bit>,
-    at_restart: DFF<Bit>,
-    at_reduce: DFF<Bit>,
-    at_clear: DFF<Bit>,
-    at_begin: DFF<Bit>,
-    at_emit_show: DFF<Bit>,
-    /// Registered decodes for the two search units (far apart on the die): their
-    /// targets load (Plan4), their intervals start (SearchInit), they check for another
-    /// pass (SearchCheck), and the narrowing's two cycles (SearchUpdate1, 2).
-    at_load_target: DFF<Bit>,
-    at_search_init: DFF<Bit>,
-    at_search_check: DFF<Bit>,
-    at_update1: DFF<Bit>,
-    at_update2: DFF<Bit>,
+    sequencer: Sequencer<A>,
     /// The demand beat taken in the previous cycle: it enters the lanes now. Its data
     /// and the lanes' "user exists" flags are registered every cycle (no enable).
     beat_valid: DFF<Bit>,
@@ -197,20 +126,9 @@ pub struct Engine<const P: usize, const A: usize> {
     final_mode: DFF<Bit>,
     left: DFF<Bits<32>>,
     last_beat: DFF<Bit>,
-    row: DFF<Bits<A>>,
-    last_row: DFF<Bits<A>>,
-    countdown: DFF<Bits<8>>,
-    /// Registered conditions of the FSM's moves, so that its next state depends on few,
-    /// nearby flip-flops: the countdown is zero, the row is the last, and the error
-    /// code of the settings taken with `start` (0 if they are good), either search
-    /// needs another pass (the search units sit far apart; their `more` is valid two
-    /// cycles after an interval changes, this flag three, SearchCheck comes after
-    /// four), and PLAN stops the quantum (refused, or a lane reported bad input).
-    countdown_zero: DFF<Bit>,
-    row_last: DFF<Bit>,
+    /// The check of the settings taken with `start` (0 if they are good), made in
+    /// Idle, acted on in Begin.
     start_code: DFF<Bits<4>>,
-    more_any: DFF<Bit>,
-    plan_stop: DFF<Bit>,
     cap_lo: DFF<Bits<32>>,
     cap_hi: DFF<Bits<32>>,
     shared_lo: DFF<Bits<32>>,
@@ -247,9 +165,6 @@ pub struct Engine<const P: usize, const A: usize> {
     search_a: SearchUnit,
     search_b: SearchUnit,
     idle: Signal<Local, Bit>,
-    next_state: Signal<Local, Phase>,
-    countdown_next: Signal<Local, Bits<8>>,
-    row_next: Signal<Local, Bits<A>>,
     accept: Signal<Local, Bit>,
     step: Signal<Local, Bit>,
     reducing: Signal<Local, Bit>,
@@ -276,11 +191,6 @@ pub struct Engine<const P: usize, const A: usize> {
     lane_index: [Constant<Bits<32>>; P],
     lane_count: Constant<Bits<32>>,
     two_rows: Constant<Bits<32>>,
-    reduce_wait: Constant<Bits<8>>,
-    load_wait: Constant<Bits<8>>,
-    search_wait: Constant<Bits<8>>,
-    probe_wait: Constant<Bits<8>>,
-    final_wait: Constant<Bits<8>>,
     max: Constant<Bits<32>>,
     limit: Constant<Bits<32>>,
     mode_karma: Constant<Bits<2>>,
@@ -338,20 +248,7 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             cycles: Default::default(),
             lanes: array_init::array_init(|_| EngineLane::new()),
             cells: array_init::array_init(|_| Default::default()),
-            state: Default::default(),
-            at_load_run: Default::default(),
-            at_issue: Default::default(),
-            at_final_issue: Default::default(),
-            at_restart: Default::default(),
-            at_reduce: Default::default(),
-            at_clear: Default::default(),
-            at_begin: Default::default(),
-            at_emit_show: Default::default(),
-            at_load_target: Default::default(),
-            at_search_init: Default::default(),
-            at_search_check: Default::default(),
-            at_update1: Default::default(),
-            at_update2: Default::default(),
+            sequencer: Sequencer::new(P),
             beat_valid: Default::default(),
             beat_data: array_init::array_init(|_| Default::default()),
             beat_ok: array_init::array_init(|_| Default::default()),
@@ -364,13 +261,6 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             final_mode: Default::default(),
             left: Default::default(),
             last_beat: Default::default(),
-            row: Default::default(),
-            last_row: Default::default(),
-            countdown: Default::default(),
-            countdown_zero: Default::default(),
-            more_any: Default::default(),
-            plan_stop: Default::default(),
-            row_last: Default::default(),
             start_code: Default::default(),
             cap_lo: Default::default(),
             cap_hi: Default::default(),
@@ -408,9 +298,6 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             search_a: Default::default(),
             search_b: Default::default(),
             idle: Default::default(),
-            next_state: Default::default(),
-            countdown_next: Default::default(),
-            row_next: Default::default(),
             accept: Default::default(),
             step: Default::default(),
             reducing: Default::default(),
@@ -435,11 +322,6 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             lane_index: array_init::array_init(|i| Constant::new(Bits::<32>::from(i as u64))),
             lane_count: Constant::new(Bits::<32>::from(P as u64)),
             two_rows: Constant::new(Bits::<32>::from(2 * P as u64)),
-            reduce_wait: Constant::new(Bits::<8>::from(P as u64)),
-            load_wait: Constant::new(Bits::<8>::from(LOAD_LATENCY as u64 - 1)),
-            search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
-            probe_wait: Constant::new(Bits::<8>::from(PROBE_LATENCY as u64 - 2)),
-            final_wait: Constant::new(Bits::<8>::from(FINAL_LATENCY as u64 - 1)),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
             limit: Constant::new(Bits::<32>::from(abi::WORD_LIMIT)),
             mode_karma: Constant::new(Bits::<2>::from(abi::mode::KARMA as u64)),
@@ -465,20 +347,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         dff_setup!(
             self,
             clock,
-            state,
-            at_load_run,
-            at_issue,
-            at_final_issue,
-            at_restart,
-            at_reduce,
-            at_clear,
-            at_begin,
-            at_emit_show,
-            at_load_target,
-            at_search_init,
-            at_search_check,
-            at_update1,
-            at_update2,
             beat_valid,
             cfg_mode,
             cfg_n,
@@ -489,13 +357,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             final_mode,
             left,
             last_beat,
-            row,
-            last_row,
-            countdown,
-            countdown_zero,
-            more_any,
-            plan_stop,
-            row_last,
             start_code,
             cap_lo,
             cap_hi,
@@ -543,20 +404,17 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // and into Idle: an output with no path from `start` (a shell may decide
         // `start` from `busy`).
         self.idle.next = !self.busy_r.q.val();
-        self.next_state.next = self.state.q.val();
-        self.countdown_next.next = self.countdown.q.val();
-        self.row_next.next = self.row.q.val();
         // A demand beat is taken; it enters the lanes in the next cycle, from the beat
         // registers, so that `step` is two flip-flops and one LUT away from every lane.
-        self.accept.next = self.at_load_run.q.val() & self.in_valid.val();
+        self.accept.next = self.sequencer.accept.val();
         self.beat_valid.d.next = self.accept.val();
         for i in 0..P {
             self.beat_data[i].d.next = self.in_data[i].val();
             self.beat_ok[i].d.next = self.left.q.val() > self.lane_index[i].val();
         }
-        self.step.next = self.beat_valid.q.val() | self.at_issue.q.val();
-        self.reducing.next = self.at_reduce.q.val();
-        self.clear.next = self.at_clear.q.val();
+        self.step.next = self.beat_valid.q.val() | self.sequencer.at_issue.val();
+        self.reducing.next = self.sequencer.at_reduce.val();
+        self.clear.next = self.sequencer.at_clear.val();
 
         // The pool size `n f` and the shared slices `n (f - g)`, saturated at 2^32 - 1:
         // `n < 2^16` and `f < 2^31` (both checked at start), two 16 x 16 bit products
@@ -597,7 +455,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // The lanes shift one cycle after `reducing` (they register it): so does the
         // engine.
         self.reducing_d.d.next = self.reducing.val();
-        self.load_reducing_d.d.next = self.at_reduce.q.val() & (self.lane_phase.q.val() == self.phase_load.val());
+        self.load_reducing_d.d.next =
+            self.sequencer.at_reduce.val() & (self.lane_phase.q.val() == self.phase_load.val());
         for j in 0..PROBES {
             self.sum_a[j].add.next = self.reducing_d.q.val();
             self.sum_b[j].add.next = self.reducing_d.q.val();
@@ -614,10 +473,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.end_a.take.next = self.load_reducing_d.q.val();
         self.nfirst_b.take.next = self.load_reducing_d.q.val();
         self.end_b.take.next = self.load_reducing_d.q.val();
-        self.nfirst_a.shift.next = self.at_begin.q.val();
-        self.end_a.shift.next = self.at_begin.q.val();
-        self.nfirst_b.shift.next = self.at_begin.q.val();
-        self.end_b.shift.next = self.at_begin.q.val();
+        self.nfirst_a.shift.next = self.sequencer.at_begin.val();
+        self.end_a.shift.next = self.sequencer.at_begin.val();
+        self.nfirst_b.shift.next = self.sequencer.at_begin.val();
+        self.end_b.shift.next = self.sequencer.at_begin.val();
         self.nfirst_a.shift_in.next = 0.into();
         self.end_a.shift_in.next = 0.into();
         self.nfirst_b.shift_in.next = 0.into();
@@ -629,16 +488,16 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // The two threshold searches: pulses from the FSM, counts from the accumulators.
         self.search_a.clock.next = self.clock.val();
         self.search_b.clock.next = self.clock.val();
-        self.search_a.load_target.next = self.at_load_target.q.val();
-        self.search_b.load_target.next = self.at_load_target.q.val();
-        self.search_a.init.next = self.at_search_init.q.val();
-        self.search_b.init.next = self.at_search_init.q.val();
-        self.search_a.update1.next = self.at_update1.q.val();
-        self.search_b.update1.next = self.at_update1.q.val();
-        self.search_a.update2.next = self.at_update2.q.val();
-        self.search_b.update2.next = self.at_update2.q.val();
-        self.search_a.check.next = self.at_search_check.q.val();
-        self.search_b.check.next = self.at_search_check.q.val();
+        self.search_a.load_target.next = self.sequencer.at_load_target.val();
+        self.search_b.load_target.next = self.sequencer.at_load_target.val();
+        self.search_a.init.next = self.sequencer.at_search_init.val();
+        self.search_b.init.next = self.sequencer.at_search_init.val();
+        self.search_a.update1.next = self.sequencer.at_update1.val();
+        self.search_b.update1.next = self.sequencer.at_update1.val();
+        self.search_a.update2.next = self.sequencer.at_update2.val();
+        self.search_b.update2.next = self.sequencer.at_update2.val();
+        self.search_a.check.next = self.sequencer.at_search_check.val();
+        self.search_b.check.next = self.sequencer.at_search_check.val();
         // The targets (taken in Plan4): the borrowed total, and what it takes from the
         // donors; max-min's one search takes the capacity from the candidates.
         self.search_a.target.next = 0.into();
@@ -676,7 +535,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
 
         // FINAL's tie-break: the slices left at each threshold, less the users at it in
         // each row that passes the prefix network (see `crate::grant`).
-        self.final_valid.d.next = (self.final_valid.q.val() << 1).replace_bit(0, self.at_final_issue.q.val());
+        self.final_valid.d.next = (self.final_valid.q.val() << 1).replace_bit(0, self.sequencer.at_final_issue.val());
         for i in (P - 1)..P {
             self.row_pop_a.next = self.cells[i].incl_a.val();
             self.row_pop_b.next = self.cells[i].incl_b.val();
@@ -749,9 +608,9 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].credit_row.next = self.credit_row.val();
             self.lanes[i].credit_write.next = self.credit_write.val();
             self.lanes[i].host_credit.next = self.credit_wdata[i].val();
-            self.lanes[i].restart.next = self.at_restart.q.val();
+            self.lanes[i].restart.next = self.sequencer.at_restart.val();
             self.lanes[i].step.next = self.step.val();
-            self.lanes[i].advance.next = self.at_emit_show.q.val() & self.out_ready.val();
+            self.lanes[i].advance.next = self.sequencer.at_emit_show.val() & self.out_ready.val();
             self.lanes[i].demand_in.next = self.beat_data[i].q.val();
             self.lanes[i].exists.next = self.beat_ok[i].q.val();
             self.lanes[i].probe_a0.next = self.probe_a[0].q.val();
@@ -792,8 +651,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         }
 
         // Outputs by default.
-        self.in_ready.next = self.at_load_run.q.val();
-        self.out_valid.next = self.at_emit_show.q.val();
+        self.in_ready.next = self.sequencer.at_load_run.val();
+        self.out_valid.next = self.sequencer.at_emit_show.val();
         self.busy.next = self.busy_r.q.val();
         self.done.next = self.done_flag.q.val();
         self.error.next = self.err_code.q.val();
@@ -801,15 +660,26 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         if !self.idle.val() {
             self.cycle_count.d.next = self.cycle_count.q.val() + 1;
         }
-        if self.countdown.q.val() != 0 {
-            self.countdown_next.next = self.countdown.q.val() - 1;
-        }
         self.supply_sum.next = self.total_b.q.val() + self.shared.q.val();
         self.supply_carry.next = (self.total_b.q.val().get_bit(31) & self.shared.q.val().get_bit(31))
             | ((self.total_b.q.val().get_bit(31) | self.shared.q.val().get_bit(31))
                 & !self.supply_sum.val().get_bit(31));
 
-        match self.state.q.val() {
+        // The sequencer: when the engine moves (its inputs are flip-flops but for the
+        // stream handshakes).
+        self.sequencer.clock.next = self.clock.val();
+        self.sequencer.start.next = self.start.val();
+        self.sequencer.start_code.next = self.start_code.q.val();
+        self.sequencer.in_valid.next = self.in_valid.val();
+        self.sequencer.out_ready.next = self.out_ready.val();
+        self.sequencer.last_beat.next = self.last_beat.q.val();
+        self.sequencer.more_a.next = self.search_a.more.val();
+        self.sequencer.more_b.next = self.search_b.more.val();
+        self.sequencer.refused.next = self.refused.q.val();
+        self.sequencer.lane_errors.next = self.lane_errors.q.val();
+
+        // What the engine does in each phase.
+        match self.sequencer.state.val() {
             Phase::Idle => {
                 // The settings are taken here and checked into `start_code` (from the
                 // inputs), which Begin acts on: `start` only enables registers.
@@ -822,7 +692,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.done_flag.d.next = false;
                     self.err_code.d.next = 0.into();
                     self.busy_r.d.next = true;
-                    self.next_state.next = Phase::Begin;
                     self.start_code.d.next = 0.into();
                     if (self.n_users.val() == 0) | (self.n_users.val() > self.n_max.val()) {
                         self.start_code.d.next = self.code_users.val();
@@ -836,43 +705,21 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 }
             }
             Phase::Begin => {
-                self.row_next.next = 0.into();
                 self.left.d.next = self.cfg_n.q.val();
                 self.last_beat.d.next = self.cfg_n.q.val() <= self.lane_count.val();
                 self.lane_errors.d.next = 0.into();
                 self.lane_phase.d.next = self.phase_load.val();
                 self.final_mode.d.next = false;
-                self.next_state.next = Phase::LoadRun;
                 if self.start_code.q.val() != 0 {
                     self.err_code.d.next = self.start_code.q.val();
                     self.done_flag.d.next = true;
                     self.busy_r.d.next = false;
-                    self.next_state.next = Phase::Idle;
                 }
             }
             Phase::LoadRun => {
                 if self.accept.val() {
                     self.left.d.next = self.left.q.val() - self.lane_count.val();
                     self.last_beat.d.next = self.left.q.val() <= self.two_rows.val();
-                    if self.last_beat.q.val() {
-                        self.last_row.d.next = self.row.q.val();
-                        self.row_next.next = 0.into();
-                        self.countdown_next.next = self.load_wait.val();
-                        self.next_state.next = Phase::LoadDrain;
-                    } else {
-                        self.row_next.next = self.row.q.val() + 1;
-                    }
-                }
-            }
-            Phase::LoadDrain => {
-                if self.countdown_zero.q.val() {
-                    self.countdown_next.next = self.reduce_wait.val();
-                    self.next_state.next = Phase::LoadReduce;
-                }
-            }
-            Phase::LoadReduce => {
-                if self.countdown_zero.q.val() {
-                    self.next_state.next = Phase::Plan1;
                 }
             }
             Phase::Plan1 => {
@@ -880,14 +727,12 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.total_b.d.next = self.sum_b[0].q.val();
                 self.refused.d.next =
                     (self.cfg_mode.q.val() != self.mode_strict.val()) & (self.capacity.q.val() >= self.limit.val());
-                self.next_state.next = Phase::Plan2;
             }
             Phase::Plan2 => {
                 self.supply.d.next = self.supply_sum.val();
                 if self.supply_carry.val() {
                     self.supply.d.next = self.max.val();
                 }
-                self.next_state.next = Phase::Plan3;
             }
             Phase::Plan3 => {
                 // The borrowed total, min(supply, candidates).
@@ -895,11 +740,9 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 if self.supply.q.val() < self.total_a.q.val() {
                     self.borrow.d.next = self.supply.q.val();
                 }
-                self.next_state.next = Phase::Plan4;
             }
             Phase::Plan4 => {
                 // The search units take their targets (at_load_target).
-                self.next_state.next = Phase::SearchInit;
                 if self.refused.q.val() {
                     self.err_code.d.next = self.code_capacity.val();
                 }
@@ -909,132 +752,33 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                         self.err_code.d.next = self.code_credit.val();
                     }
                 }
-                if self.plan_stop.q.val() {
+                if self.sequencer.plan_stop.val() {
                     self.done_flag.d.next = true;
                     self.busy_r.d.next = false;
-                    self.next_state.next = Phase::Idle;
-                }
-            }
-            Phase::SearchInit => {
-                self.countdown_next.next = self.probe_wait.val();
-                self.next_state.next = Phase::SearchWait;
-            }
-            Phase::SearchWait => {
-                if self.countdown_zero.q.val() {
-                    self.next_state.next = Phase::SearchCheck;
                 }
             }
             Phase::SearchCheck => {
-                self.row_next.next = 0.into();
-                if self.more_any.q.val() {
+                if self.sequencer.more_any.val() {
                     self.lane_phase.d.next = self.phase_search.val();
-                    self.next_state.next = Phase::SearchIssue;
-                } else {
-                    self.next_state.next = Phase::FinalStart;
                 }
-            }
-            Phase::SearchIssue => {
-                if self.row_last.q.val() {
-                    self.row_next.next = 0.into();
-                    self.countdown_next.next = self.search_wait.val();
-                    self.next_state.next = Phase::SearchDrain;
-                } else {
-                    self.row_next.next = self.row.q.val() + 1;
-                }
-            }
-            Phase::SearchDrain => {
-                if self.countdown_zero.q.val() {
-                    self.countdown_next.next = self.reduce_wait.val();
-                    self.next_state.next = Phase::SearchReduce;
-                }
-            }
-            Phase::SearchReduce => {
-                if self.countdown_zero.q.val() {
-                    self.next_state.next = Phase::SearchUpdate1;
-                }
-            }
-            Phase::SearchUpdate1 => {
-                self.next_state.next = Phase::SearchUpdate2;
-            }
-            Phase::SearchUpdate2 => {
-                self.countdown_next.next = self.probe_wait.val();
-                self.next_state.next = Phase::SearchWait;
             }
             Phase::FinalStart => {
                 self.rest_a.d.next = self.search_a.rest.val();
                 self.rest_b.d.next = self.search_b.rest.val();
                 self.final_mode.d.next = true;
                 self.lane_phase.d.next = self.phase_final.val();
-                self.countdown_next.next = 1.into();
-                self.next_state.next = Phase::FinalWait;
-            }
-            Phase::FinalWait => {
-                if self.countdown_zero.q.val() {
-                    self.next_state.next = Phase::FinalIssue;
-                }
-            }
-            Phase::FinalIssue => {
-                if self.row_last.q.val() {
-                    self.row_next.next = 0.into();
-                    self.countdown_next.next = self.final_wait.val();
-                    self.next_state.next = Phase::FinalDrain;
-                } else {
-                    self.row_next.next = self.row.q.val() + 1;
-                }
-            }
-            Phase::FinalDrain => {
-                if self.countdown_zero.q.val() {
-                    self.next_state.next = Phase::EmitStart;
-                }
             }
             Phase::EmitStart => {
                 self.lane_phase.d.next = self.phase_emit.val();
                 self.final_mode.d.next = false;
-                self.next_state.next = Phase::EmitWait;
-            }
-            Phase::EmitWait => {
-                self.next_state.next = Phase::EmitShow;
             }
             Phase::EmitShow => {
-                if self.out_ready.val() {
-                    if self.row_last.q.val() {
-                        self.done_flag.d.next = true;
-                        self.busy_r.d.next = false;
-                        self.next_state.next = Phase::Idle;
-                    } else {
-                        self.row_next.next = self.row.q.val() + 1;
-                        self.next_state.next = Phase::EmitWait;
-                    }
+                if self.out_ready.val() & self.sequencer.row_last.val() {
+                    self.done_flag.d.next = true;
+                    self.busy_r.d.next = false;
                 }
             }
+            _ => {}
         }
-        self.state.d.next = self.next_state.val();
-        self.countdown.d.next = self.countdown_next.val();
-        self.countdown_zero.d.next = self.countdown_next.val() == 0;
-        self.row.d.next = self.row_next.val();
-        // Against the `last_row` of the previous quantum in the cycle LOAD writes it;
-        // first read in SEARCH, many cycles later.
-        self.row_last.d.next = self.row_next.val() == self.last_row.q.val();
-        self.more_any.d.next = self.search_a.more.val() | self.search_b.more.val();
-        // refused is set in Plan1, the lanes' errors by LoadReduce: both final before Plan3.
-        self.plan_stop.d.next = self.refused.q.val() | (self.lane_errors.q.val() != 0);
-        self.at_load_run.d.next = self.next_state.val() == Phase::LoadRun;
-        self.at_issue.d.next =
-            (self.next_state.val() == Phase::SearchIssue) | (self.next_state.val() == Phase::FinalIssue);
-        self.at_final_issue.d.next = self.next_state.val() == Phase::FinalIssue;
-        self.at_restart.d.next = (self.next_state.val() == Phase::Idle)
-            | (self.next_state.val() == Phase::SearchCheck)
-            | (self.next_state.val() == Phase::FinalStart)
-            | (self.next_state.val() == Phase::EmitStart);
-        self.at_reduce.d.next =
-            (self.next_state.val() == Phase::LoadReduce) | (self.next_state.val() == Phase::SearchReduce);
-        self.at_clear.d.next = (self.next_state.val() == Phase::Begin) | (self.next_state.val() == Phase::SearchCheck);
-        self.at_begin.d.next = self.next_state.val() == Phase::Begin;
-        self.at_emit_show.d.next = self.next_state.val() == Phase::EmitShow;
-        self.at_load_target.d.next = self.next_state.val() == Phase::Plan4;
-        self.at_search_init.d.next = self.next_state.val() == Phase::SearchInit;
-        self.at_search_check.d.next = self.next_state.val() == Phase::SearchCheck;
-        self.at_update1.d.next = self.next_state.val() == Phase::SearchUpdate1;
-        self.at_update2.d.next = self.next_state.val() == Phase::SearchUpdate2;
     }
 }

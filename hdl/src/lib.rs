@@ -8,8 +8,9 @@
 //!
 //! Blocks (each a struct of signals with one `update`): [`count_lane`] (a lane's
 //! counting primitive), [`lane`] (one engine lane: RAM banks, keys, results),
-//! [`search`] (the radix threshold search), [`engine`] (the engine), [`axi_top`] (the
-//! engine behind AXI4-Lite registers and AXI-Stream ports). Drivers: [`engine_sim`]
+//! [`search`] (the radix threshold search), [`sequencer`] (the engine's FSM),
+//! [`engine`] (the engine), [`axi_top`] (the engine behind AXI4-Lite registers and
+//! AXI-Stream ports). Drivers: [`engine_sim`]
 //! (the engine cycle by cycle, an `Accelerator`), [`bus_testbench`] (an AXI master and
 //! stream agents for the top level). [`catalog`] picks a shape at run time;
 //! [`verilog`] exports it; [`oracle`] is what the engine must compute.
@@ -31,5 +32,6 @@ pub mod lane;
 pub mod oracle;
 pub mod reduce;
 pub mod search;
+pub mod sequencer;
 pub mod verilog;
 pub mod weighted_count;
