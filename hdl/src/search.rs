@@ -24,8 +24,9 @@ pub struct SearchUnit {
     pub target: Signal<In, Bits<32>>,
     /// Keys in all runs (held by the engine from LOAD until the search starts).
     pub total: Signal<In, Bits<32>>,
-    /// Start: the interval `[first, beyond)` of the keys that exist, or no search when
-    /// the target is 0 or all.
+    /// Start: the interval `[first, beyond)` of the keys that exist, or (one cycle
+    /// later, from registered comparisons) no search when the target is 0 or all.
+    /// `target` is loaded at least one cycle before, `total` is held.
     pub init: Signal<In, Bit>,
     /// The lowest key (no key lies below it).
     pub first: Signal<In, Bits<32>>,
@@ -55,6 +56,10 @@ pub struct SearchUnit {
     hi: DFF<Bits<32>>,
     lo_count: DFF<Bits<32>>,
     active: DFF<Bit>,
+    /// `init` one cycle later, and the target compared while it was: 0, all keys.
+    init_d: DFF<Bit>,
+    target_zero: DFF<Bit>,
+    target_all: DFF<Bit>,
     below: [DFF<Bit>; PROBES],
     len: DFF<Bits<32>>,
     step: DFF<Bits<32>>,
@@ -92,6 +97,9 @@ impl Default for SearchUnit {
             hi: Default::default(),
             lo_count: Default::default(),
             active: Default::default(),
+            init_d: Default::default(),
+            target_zero: Default::default(),
+            target_all: Default::default(),
             below: Default::default(),
             len: Default::default(),
             step: Default::default(),
@@ -111,7 +119,23 @@ impl Default for SearchUnit {
 impl Logic for SearchUnit {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, target_r, lo, hi, lo_count, active, len, step, step3, more_r, rest_r);
+        dff_setup!(
+            self,
+            clock,
+            target_r,
+            lo,
+            hi,
+            lo_count,
+            active,
+            init_d,
+            target_zero,
+            target_all,
+            len,
+            step,
+            step3,
+            more_r,
+            rest_r
+        );
         for j in 0..PROBES {
             self.below[j].clock.next = self.clock.val();
             self.candidate[j].clock.next = self.clock.val();
@@ -150,14 +174,23 @@ impl Logic for SearchUnit {
         if self.load_target.val() {
             self.target_r.d.next = self.target.val();
         }
+        // The target's two special cases take effect one cycle after `init`, from
+        // registered comparisons, so that no 32-bit compare sits in front of the
+        // interval's multiplexers: `more` follows `active` in two cycles, and the engine
+        // reads it (registered once more) five cycles after `init`.
+        self.init_d.d.next = self.init.val();
+        self.target_zero.d.next = self.target_r.q.val() == 0;
+        self.target_all.d.next = self.target_r.q.val() == self.total.val();
         if self.init.val() {
             self.lo.d.next = self.first.val();
             self.hi.d.next = self.beyond.val();
             self.lo_count.d.next = 0.into();
             self.active.d.next = true;
-            if self.target_r.q.val() == 0 {
+        }
+        if self.init_d.q.val() {
+            if self.target_zero.q.val() {
                 self.active.d.next = false;
-            } else if self.target_r.q.val() == self.total.val() {
+            } else if self.target_all.q.val() {
                 self.lo.d.next = self.max.val();
                 self.lo_count.d.next = self.total.val();
                 self.active.d.next = false;
