@@ -158,10 +158,6 @@ pub struct Engine<const P: usize, const A: usize> {
     rest_b_big: DFF<Bit>,
     rest_a_low: DFF<Bits<6>>,
     rest_b_low: DFF<Bits<6>>,
-    busy_r: DFF<Bit>,
-    done_flag: DFF<Bit>,
-    err_code: DFF<Bits<4>>,
-    cycle_count: DFF<Bits<32>>,
     search_a: SearchUnit,
     search_b: SearchUnit,
     idle: Signal<Local, Bit>,
@@ -202,8 +198,6 @@ pub struct Engine<const P: usize, const A: usize> {
     phase_emit: Constant<Bits<2>>,
     code_users: Constant<Bits<4>>,
     code_guaranteed: Constant<Bits<4>>,
-    code_demand: Constant<Bits<4>>,
-    code_credit: Constant<Bits<4>>,
     code_capacity: Constant<Bits<4>>,
     code_mode: Constant<Bits<4>>,
 }
@@ -291,10 +285,6 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             rest_b_big: Default::default(),
             rest_a_low: Default::default(),
             rest_b_low: Default::default(),
-            busy_r: Default::default(),
-            done_flag: Default::default(),
-            err_code: Default::default(),
-            cycle_count: Default::default(),
             search_a: Default::default(),
             search_b: Default::default(),
             idle: Default::default(),
@@ -333,8 +323,6 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             phase_emit: Constant::new(Bits::<2>::from(phase::EMIT)),
             code_users: Constant::new(Bits::<4>::from(abi::status::USERS as u64)),
             code_guaranteed: Constant::new(Bits::<4>::from(abi::status::GUARANTEED as u64)),
-            code_demand: Constant::new(Bits::<4>::from(abi::status::DEMAND as u64)),
-            code_credit: Constant::new(Bits::<4>::from(abi::status::CREDIT as u64)),
             code_capacity: Constant::new(Bits::<4>::from(abi::status::CAPACITY as u64)),
             code_mode: Constant::new(Bits::<4>::from(abi::status::MODE as u64)),
         }
@@ -380,11 +368,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             rest_a_big,
             rest_b_big,
             rest_a_low,
-            rest_b_low,
-            busy_r,
-            done_flag,
-            err_code,
-            cycle_count
+            rest_b_low
         );
         for i in 0..P {
             self.beat_data[i].clock.next = self.clock.val();
@@ -405,7 +389,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // `busy` is a register of its own, set and cleared with the state's moves out of
         // and into Idle: an output with no path from `start` (a shell may decide
         // `start` from `busy`).
-        self.idle.next = !self.busy_r.q.val();
+        self.idle.next = !self.sequencer.busy.val();
         // A demand beat is taken; it enters the lanes in the next cycle, from the beat
         // registers, so that `step` is two flip-flops and one LUT away from every lane.
         self.accept.next = self.sequencer.accept.val();
@@ -655,13 +639,10 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // Outputs by default.
         self.in_ready.next = self.sequencer.at_load_run.val();
         self.out_valid.next = self.sequencer.at_emit_show.val();
-        self.busy.next = self.busy_r.q.val();
-        self.done.next = self.done_flag.q.val();
-        self.error.next = self.err_code.q.val();
-        self.cycles.next = self.cycle_count.q.val();
-        if !self.idle.val() {
-            self.cycle_count.d.next = self.cycle_count.q.val() + 1;
-        }
+        self.busy.next = self.sequencer.busy.val();
+        self.done.next = self.sequencer.done.val();
+        self.error.next = self.sequencer.error.val();
+        self.cycles.next = self.sequencer.cycles.val();
         self.supply_sum.next = self.total_b.q.val() + self.shared.q.val();
         self.supply_carry.next = (self.total_b.q.val().get_bit(31) & self.shared.q.val().get_bit(31))
             | ((self.total_b.q.val().get_bit(31) | self.shared.q.val().get_bit(31))
@@ -681,42 +662,32 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.sequencer.lane_errors.next = self.lane_errors.q.val();
 
         // What the engine does in each phase.
-        match self.sequencer.state.val() {
-            Phase::Idle => {
-                // The settings are taken here and checked into `start_code` (from the
-                // inputs), which Begin acts on: `start` only enables registers.
-                if self.start.val() {
-                    self.cfg_mode.d.next = self.mode.val();
-                    self.cfg_n.d.next = self.n_users.val();
-                    self.cfg_fair.d.next = self.fair.val();
-                    self.cfg_guaranteed.d.next = self.guaranteed.val();
-                    self.cycle_count.d.next = 1.into();
-                    self.done_flag.d.next = false;
-                    self.err_code.d.next = 0.into();
-                    self.busy_r.d.next = true;
-                    self.start_code.d.next = 0.into();
-                    if (self.n_users.val() == 0) | (self.n_users.val() > self.n_max.val()) {
-                        self.start_code.d.next = self.code_users.val();
-                    } else if self.guaranteed.val() > self.fair.val() {
-                        self.start_code.d.next = self.code_guaranteed.val();
-                    } else if (self.fair.val() == 0) | (self.fair.val() >= self.limit.val()) {
-                        self.start_code.d.next = self.code_capacity.val();
-                    } else if self.mode.val() > self.mode_strict.val() {
-                        self.start_code.d.next = self.code_mode.val();
-                    }
-                }
+        // The settings are taken and checked into `start_code` (from the inputs) in
+        // every idle cycle, so that those of the cycle with `start` are kept; Begin acts
+        // on the check. `start` reaches only the sequencer.
+        if self.sequencer.at_idle.val() {
+            self.cfg_mode.d.next = self.mode.val();
+            self.cfg_n.d.next = self.n_users.val();
+            self.cfg_fair.d.next = self.fair.val();
+            self.cfg_guaranteed.d.next = self.guaranteed.val();
+            self.start_code.d.next = 0.into();
+            if (self.n_users.val() == 0) | (self.n_users.val() > self.n_max.val()) {
+                self.start_code.d.next = self.code_users.val();
+            } else if self.guaranteed.val() > self.fair.val() {
+                self.start_code.d.next = self.code_guaranteed.val();
+            } else if (self.fair.val() == 0) | (self.fair.val() >= self.limit.val()) {
+                self.start_code.d.next = self.code_capacity.val();
+            } else if self.mode.val() > self.mode_strict.val() {
+                self.start_code.d.next = self.code_mode.val();
             }
+        }
+        match self.sequencer.state.val() {
             Phase::Begin => {
                 self.left.d.next = self.cfg_n.q.val();
                 self.last_beat.d.next = self.cfg_n.q.val() <= self.lane_count.val();
                 self.lane_errors.d.next = 0.into();
                 self.lane_phase.d.next = self.phase_load.val();
                 self.final_mode.d.next = false;
-                if self.start_code.q.val() != 0 {
-                    self.err_code.d.next = self.start_code.q.val();
-                    self.done_flag.d.next = true;
-                    self.busy_r.d.next = false;
-                }
             }
             Phase::LoadRun => {
                 if self.accept.val() {
@@ -743,22 +714,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                     self.borrow.d.next = self.supply.q.val();
                 }
             }
-            Phase::Plan4 => {
-                // The search units take their targets (at_load_target).
-                if self.refused.q.val() {
-                    self.err_code.d.next = self.code_capacity.val();
-                }
-                if self.lane_errors.q.val() != 0 {
-                    self.err_code.d.next = self.code_demand.val();
-                    if self.lane_errors.q.val().get_bit(1) {
-                        self.err_code.d.next = self.code_credit.val();
-                    }
-                }
-                if self.sequencer.plan_stop.val() {
-                    self.done_flag.d.next = true;
-                    self.busy_r.d.next = false;
-                }
-            }
             Phase::SearchCheck => {
                 if self.sequencer.more_any.val() {
                     self.lane_phase.d.next = self.phase_search.val();
@@ -773,12 +728,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             Phase::EmitStart => {
                 self.lane_phase.d.next = self.phase_emit.val();
                 self.final_mode.d.next = false;
-            }
-            Phase::EmitShow => {
-                if self.out_ready.val() & self.sequencer.row_last.val() {
-                    self.done_flag.d.next = true;
-                    self.busy_r.d.next = false;
-                }
             }
             _ => {}
         }

@@ -11,12 +11,14 @@
 //! `in_valid`, `out_ready`) is a flip-flop's: a path into or out of this block crosses
 //! the die at most once.
 //!
-//! Owns when the engine moves; the engine owns what it does in each phase (it matches
-//! on [`Sequencer::state`]). Depends on nothing but the phase latencies of the lanes
-//! and the search units, which set its waits.
+//! Owns when the engine moves and the status that follows from it (`busy`, `done`,
+//! `error`, `cycles`); the engine owns what it does in each phase (it matches on
+//! [`Sequencer::state`]). Depends on nothing but the phase latencies of the lanes and
+//! the search units, which set its waits, and the device ABI's status codes.
 
 use crate::lane::{FINAL_LATENCY, LOAD_LATENCY, SEARCH_LATENCY};
 use crate::search::PROBE_LATENCY;
+use fairshare_abi::status;
 use rust_hdl::prelude::*;
 
 /// The engine's phases (see [`crate::engine`]).
@@ -109,6 +111,18 @@ pub struct Sequencer<const A: usize> {
     pub more_any: Signal<Out, Bit>,
     /// PLAN stops the quantum: refused, or bad input (final before Plan4 reads it).
     pub plan_stop: Signal<Out, Bit>,
+    /// A quantum is in progress (see the engine's `busy`).
+    pub busy: Signal<Out, Bit>,
+    /// The last quantum finished; cleared by `start`.
+    pub done: Signal<Out, Bit>,
+    /// Error code of the last quantum: the settings' check, or (in Plan4) refused for
+    /// its capacity, a lane's bad demand or credit.
+    pub error: Signal<Out, Bits<4>>,
+    /// Cycles from `start` to the end of the last quantum.
+    pub cycles: Signal<Out, Bits<32>>,
+    /// The state is Idle: the engine takes the settings and checks them in every idle
+    /// cycle (those of the cycle with `start` are kept).
+    pub at_idle: Signal<Out, Bit>,
     /// Registered decodes of the state (computed from the next state): the state is
     /// LoadRun (the demand stream's `in_ready`), a row enters the lanes in SEARCH or
     /// FINAL, FINAL's rows enter, the lanes' counters restart, the lanes' sums shift,
@@ -162,6 +176,12 @@ pub struct Sequencer<const A: usize> {
     search_check_r: DFF<Bit>,
     update1_r: DFF<Bit>,
     update2_r: DFF<Bit>,
+    /// The state is not Idle (so that `at_idle` is set from reset).
+    active_r: DFF<Bit>,
+    busy_r: DFF<Bit>,
+    done_r: DFF<Bit>,
+    error_r: DFF<Bits<4>>,
+    cycles_r: DFF<Bits<32>>,
     next: Signal<Local, Phase>,
     countdown_next: Signal<Local, Bits<8>>,
     row_next: Signal<Local, Bits<A>>,
@@ -171,6 +191,9 @@ pub struct Sequencer<const A: usize> {
     search_wait: Constant<Bits<8>>,
     probe_wait: Constant<Bits<8>>,
     final_wait: Constant<Bits<8>>,
+    code_demand: Constant<Bits<4>>,
+    code_credit: Constant<Bits<4>>,
+    code_capacity: Constant<Bits<4>>,
 }
 
 impl<const A: usize> Sequencer<A> {
@@ -192,6 +215,11 @@ impl<const A: usize> Sequencer<A> {
             row_last: Default::default(),
             more_any: Default::default(),
             plan_stop: Default::default(),
+            busy: Default::default(),
+            done: Default::default(),
+            error: Default::default(),
+            cycles: Default::default(),
+            at_idle: Default::default(),
             at_load_run: Default::default(),
             at_issue: Default::default(),
             at_final_issue: Default::default(),
@@ -226,6 +254,11 @@ impl<const A: usize> Sequencer<A> {
             search_check_r: Default::default(),
             update1_r: Default::default(),
             update2_r: Default::default(),
+            active_r: Default::default(),
+            busy_r: Default::default(),
+            done_r: Default::default(),
+            error_r: Default::default(),
+            cycles_r: Default::default(),
             next: Default::default(),
             countdown_next: Default::default(),
             row_next: Default::default(),
@@ -235,6 +268,9 @@ impl<const A: usize> Sequencer<A> {
             search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
             probe_wait: Constant::new(Bits::<8>::from(PROBE_LATENCY as u64 - 2)),
             final_wait: Constant::new(Bits::<8>::from(FINAL_LATENCY as u64 - 1)),
+            code_demand: Constant::new(Bits::<4>::from(status::DEMAND as u64)),
+            code_credit: Constant::new(Bits::<4>::from(status::CREDIT as u64)),
+            code_capacity: Constant::new(Bits::<4>::from(status::CAPACITY as u64)),
         }
     }
 }
@@ -265,7 +301,12 @@ impl<const A: usize> Logic for Sequencer<A> {
             search_init_r,
             search_check_r,
             update1_r,
-            update2_r
+            update2_r,
+            active_r,
+            busy_r,
+            done_r,
+            error_r,
+            cycles_r
         );
         self.taken.next = self.load_run_r.q.val() & self.in_valid.val();
         self.next.next = self.phase.q.val();
@@ -274,9 +315,16 @@ impl<const A: usize> Logic for Sequencer<A> {
             self.countdown_next.next = self.countdown.q.val() - 1;
         }
         self.row_next.next = self.row.q.val();
+        if self.busy_r.q.val() {
+            self.cycles_r.d.next = self.cycles_r.q.val() + 1;
+        }
         match self.phase.q.val() {
             Phase::Idle => {
                 if self.start.val() {
+                    self.cycles_r.d.next = 1.into();
+                    self.done_r.d.next = false;
+                    self.error_r.d.next = 0.into();
+                    self.busy_r.d.next = true;
                     self.next.next = Phase::Begin;
                 }
             }
@@ -284,6 +332,9 @@ impl<const A: usize> Logic for Sequencer<A> {
                 self.row_next.next = 0.into();
                 self.next.next = Phase::LoadRun;
                 if self.start_code.val() != 0 {
+                    self.error_r.d.next = self.start_code.val();
+                    self.done_r.d.next = true;
+                    self.busy_r.d.next = false;
                     self.next.next = Phase::Idle;
                 }
             }
@@ -321,7 +372,18 @@ impl<const A: usize> Logic for Sequencer<A> {
             }
             Phase::Plan4 => {
                 self.next.next = Phase::SearchInit;
+                if self.refused.val() {
+                    self.error_r.d.next = self.code_capacity.val();
+                }
+                if self.lane_errors.val() != 0 {
+                    self.error_r.d.next = self.code_demand.val();
+                    if self.lane_errors.val().get_bit(1) {
+                        self.error_r.d.next = self.code_credit.val();
+                    }
+                }
                 if self.stop_r.q.val() {
+                    self.done_r.d.next = true;
+                    self.busy_r.d.next = false;
                     self.next.next = Phase::Idle;
                 }
             }
@@ -401,6 +463,8 @@ impl<const A: usize> Logic for Sequencer<A> {
             Phase::EmitShow => {
                 if self.out_ready.val() {
                     if self.row_last_r.q.val() {
+                        self.done_r.d.next = true;
+                        self.busy_r.d.next = false;
                         self.next.next = Phase::Idle;
                     } else {
                         self.row_next.next = self.row.q.val() + 1;
@@ -418,6 +482,7 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.row_last_r.d.next = self.row_next.val() == self.last_row.q.val();
         self.more_r.d.next = self.more_a.val() | self.more_b.val();
         self.stop_r.d.next = self.refused.val() | (self.lane_errors.val() != 0);
+        self.active_r.d.next = self.next.val() != Phase::Idle;
         self.load_run_r.d.next = self.next.val() == Phase::LoadRun;
         self.issue_r.d.next = (self.next.val() == Phase::SearchIssue) | (self.next.val() == Phase::FinalIssue);
         self.final_issue_r.d.next = self.next.val() == Phase::FinalIssue;
@@ -440,6 +505,11 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.row_last.next = self.row_last_r.q.val();
         self.more_any.next = self.more_r.q.val();
         self.plan_stop.next = self.stop_r.q.val();
+        self.busy.next = self.busy_r.q.val();
+        self.done.next = self.done_r.q.val();
+        self.error.next = self.error_r.q.val();
+        self.cycles.next = self.cycles_r.q.val();
+        self.at_idle.next = !self.active_r.q.val();
         self.at_load_run.next = self.load_run_r.q.val();
         self.at_issue.next = self.issue_r.q.val();
         self.at_final_issue.next = self.final_issue_r.q.val();
