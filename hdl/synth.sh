@@ -162,8 +162,9 @@ ecp5_shape() {
   # the sequencer's next-state logic shared LUTs with the datapath it steers, placed far
   # from it, and the lanes' copies of a control (each lane registers the mode, say)
   # merged into one register that reaches every lane (docs/engine.md, "Clock on an
-  # ECP5-85F"). RustHDL writes one module for all lanes, `...$lanes$0`.
-  local keep="*\$sequencer *\$lanes\$[0-9]"
+  # ECP5-85F"). RustHDL writes a module per lane, `...$lanes$0` to `...$lanes$31`
+  # (Yosys's patterns have no character ranges: `?` is one character).
+  local keep="*\$sequencer *\$lanes\$? *\$lanes\$??"
   local script="read_verilog $src; hierarchy -top top; setattr -mod -set keep_hierarchy 1 $keep"
   script="$script; synth_ecp5 -abc9 -top top"
   local hash
