@@ -103,14 +103,10 @@ pub struct Sequencer<const A: usize> {
     /// A demand beat is taken this cycle (LoadRun and `in_valid`: the stream's
     /// handshake, the one output that is not a flip-flop's).
     pub accept: Signal<Out, Bit>,
-    /// The row streamed now is the last of the quantum.
-    pub row_last: Signal<Out, Bit>,
     /// Either search needs another pass (registered `more_a | more_b`; valid in
     /// SearchCheck: the search units' `more` is valid two cycles after an interval
     /// changes, this flag three, SearchCheck comes after four).
     pub more_any: Signal<Out, Bit>,
-    /// PLAN stops the quantum: refused, or bad input (final before Plan4 reads it).
-    pub plan_stop: Signal<Out, Bit>,
     /// A quantum is in progress (see the engine's `busy`).
     pub busy: Signal<Out, Bit>,
     /// The last quantum finished; cleared by `start`.
@@ -160,8 +156,10 @@ pub struct Sequencer<const A: usize> {
     last_row: DFF<Bits<A>>,
     countdown: DFF<Bits<8>>,
     countdown_zero: DFF<Bit>,
+    /// The row streamed now is the last of the quantum.
     row_last_r: DFF<Bit>,
     more_r: DFF<Bit>,
+    /// PLAN stops the quantum: refused, or bad input (final before Plan4 reads it).
     stop_r: DFF<Bit>,
     load_run_r: DFF<Bit>,
     issue_r: DFF<Bit>,
@@ -212,9 +210,7 @@ impl<const A: usize> Sequencer<A> {
             lane_errors: Default::default(),
             state: Default::default(),
             accept: Default::default(),
-            row_last: Default::default(),
             more_any: Default::default(),
-            plan_stop: Default::default(),
             busy: Default::default(),
             done: Default::default(),
             error: Default::default(),
@@ -502,9 +498,7 @@ impl<const A: usize> Logic for Sequencer<A> {
 
         self.state.next = self.phase.q.val();
         self.accept.next = self.taken.val();
-        self.row_last.next = self.row_last_r.q.val();
         self.more_any.next = self.more_r.q.val();
-        self.plan_stop.next = self.stop_r.q.val();
         self.busy.next = self.busy_r.q.val();
         self.done.next = self.done_r.q.val();
         self.error.next = self.error_r.q.val();
