@@ -129,6 +129,13 @@ pub struct Engine<const P: usize, const A: usize> {
     /// The check of the settings taken with `start` (0 if they are good), made in
     /// Idle, acted on in Begin.
     start_code: DFF<Bits<4>>,
+    /// The multiplications' operands, registered beside the multipliers: the settings'
+    /// registers serve the whole engine and sit far from them.
+    n16: DFF<Bits<16>>,
+    fair_lo: DFF<Bits<16>>,
+    fair_hi: DFF<Bits<16>>,
+    free_lo: DFF<Bits<16>>,
+    free_hi: DFF<Bits<16>>,
     cap_lo: DFF<Bits<32>>,
     cap_hi: DFF<Bits<32>>,
     shared_lo: DFF<Bits<32>>,
@@ -165,11 +172,6 @@ pub struct Engine<const P: usize, const A: usize> {
     step: Signal<Local, Bit>,
     reducing: Signal<Local, Bit>,
     clear: Signal<Local, Bit>,
-    n16: Signal<Local, Bits<16>>,
-    fair_lo: Signal<Local, Bits<16>>,
-    fair_hi: Signal<Local, Bits<16>>,
-    free_lo: Signal<Local, Bits<16>>,
-    free_hi: Signal<Local, Bits<16>>,
     cap_sum: Signal<Local, Bits<32>>,
     cap_carry: Signal<Local, Bit>,
     shared_sum: Signal<Local, Bits<32>>,
@@ -348,6 +350,11 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             left,
             last_beat,
             start_code,
+            n16,
+            fair_lo,
+            fair_hi,
+            free_lo,
+            free_hi,
             cap_lo,
             cap_hi,
             shared_lo,
@@ -404,17 +411,18 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
 
         // The pool size `n f` and the shared slices `n (f - g)`, saturated at 2^32 - 1:
         // `n < 2^16` and `f < 2^31` (both checked at start), two 16 x 16 bit products
-        // per value, then one addition.
+        // per value of registered halves, then one addition: ready four cycles after the
+        // settings (PLAN reads them after LOAD, at least 10 cycles after start).
         self.free.d.next = self.cfg_fair.q.val() - self.cfg_guaranteed.q.val();
-        self.n16.next = self.cfg_n.q.val().get_bits::<16>(0);
-        self.fair_lo.next = self.cfg_fair.q.val().get_bits::<16>(0);
-        self.fair_hi.next = self.cfg_fair.q.val().get_bits::<16>(16);
-        self.free_lo.next = self.free.q.val().get_bits::<16>(0);
-        self.free_hi.next = self.free.q.val().get_bits::<16>(16);
-        self.cap_lo.d.next = self.n16.val() * self.fair_lo.val();
-        self.cap_hi.d.next = self.n16.val() * self.fair_hi.val();
-        self.shared_lo.d.next = self.n16.val() * self.free_lo.val();
-        self.shared_hi.d.next = self.n16.val() * self.free_hi.val();
+        self.n16.d.next = self.cfg_n.q.val().get_bits::<16>(0);
+        self.fair_lo.d.next = self.cfg_fair.q.val().get_bits::<16>(0);
+        self.fair_hi.d.next = self.cfg_fair.q.val().get_bits::<16>(16);
+        self.free_lo.d.next = self.free.q.val().get_bits::<16>(0);
+        self.free_hi.d.next = self.free.q.val().get_bits::<16>(16);
+        self.cap_lo.d.next = self.n16.q.val() * self.fair_lo.q.val();
+        self.cap_hi.d.next = self.n16.q.val() * self.fair_hi.q.val();
+        self.shared_lo.d.next = self.n16.q.val() * self.free_lo.q.val();
+        self.shared_hi.d.next = self.n16.q.val() * self.free_hi.q.val();
         self.cap_sum.next = (self.cap_hi.q.val() << 16) + self.cap_lo.q.val();
         self.cap_carry.next = (self.cap_hi.q.val().get_bit(15) & self.cap_lo.q.val().get_bit(31))
             | ((self.cap_hi.q.val().get_bit(15) | self.cap_lo.q.val().get_bit(31)) & !self.cap_sum.val().get_bit(31));

@@ -182,6 +182,9 @@ pub struct EngineLane<const A: usize> {
     rn2: DFF<Bits<32>>,
     bs2: DFF<Bits<32>>,
     kd2: DFF<Bits<3>>,
+    /// The user is a borrower (its kind, decoded from the bank): which probes its
+    /// counts take. One copy per count unit, beside it (hdl/synth.sh keeps the copies).
+    borrower2: [DFF<Bit>; PROBES],
     dm2: DFF<Bits<32>>,
     ok2: DFF<Bit>,
     // Stage 3.
@@ -250,7 +253,6 @@ pub struct EngineLane<const A: usize> {
     load: Signal<Local, Bit>,
     search: Signal<Local, Bit>,
     fin: Signal<Local, Bit>,
-    borrower2: Signal<Local, Bit>,
     borrower4: Signal<Local, Bit>,
     donor4: Signal<Local, Bit>,
     taken4: Signal<Local, Bits<32>>,
@@ -404,7 +406,7 @@ impl<const A: usize> EngineLane<A> {
             load: Default::default(),
             search: Default::default(),
             fin: Default::default(),
-            borrower2: Default::default(),
+            borrower2: array_init::array_init(|_| Default::default()),
             borrower4: Default::default(),
             donor4: Default::default(),
             taken4: Default::default(),
@@ -440,6 +442,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.kind_ram.write_clock.next = self.clock.val();
         for j in 0..PROBES {
             self.pa[j].clock.next = self.clock.val();
+            self.borrower2[j].clock.next = self.clock.val();
             self.pb[j].clock.next = self.clock.val();
             self.count[j].clock.next = self.clock.val();
             self.sum_a[j].clock.next = self.clock.val();
@@ -511,6 +514,9 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.rn2.d.next = self.run_ram.read_data.val();
         self.bs2.d.next = self.base_ram.read_data.val();
         self.kd2.d.next = self.kind_ram.read_data.val();
+        for j in 0..PROBES {
+            self.borrower2[j].d.next = self.kind_ram.read_data.val().get_bits::<2>(0) == 1;
+        }
         self.dm2.d.next = self.demand.q.val();
         self.ok2.d.next = self.ok1.q.val();
 
@@ -531,12 +537,11 @@ impl<const A: usize> Logic for EngineLane<A> {
             .replace_bit(3, self.cr2.q.val().get_bit(31))
             .replace_bit(4, self.dm2.q.val().get_bit(31))
             .replace_bit(5, self.ok2.q.val());
-        self.borrower2.next = self.kd2.q.val().get_bits::<2>(0) == 1;
         for j in 0..PROBES {
             self.count[j].start.next = self.st2.q.val();
             self.count[j].run.next = self.rn3.q.val();
             self.count[j].probe.next = self.pb[j].q.val();
-            if self.borrower2.val() {
+            if self.borrower2[j].q.val() {
                 self.count[j].probe.next = self.pa[j].q.val();
             }
         }
