@@ -332,8 +332,6 @@ impl<const P: usize, const A: usize> Engine<P, A> {
 }
 
 impl<const P: usize, const A: usize> Logic for Engine<P, A> {
-    // The phases' arms test their conditions inside: `hdl_gen` has no match guards.
-    #[allow(clippy::collapsible_match)]
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
@@ -689,55 +687,51 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
                 self.start_code.d.next = self.code_mode.val();
             }
         }
-        match self.sequencer.state.val() {
-            Phase::Begin => {
-                self.left.d.next = self.cfg_n.q.val();
-                self.last_beat.d.next = self.cfg_n.q.val() <= self.lane_count.val();
-                self.lane_errors.d.next = 0.into();
-                self.lane_phase.d.next = self.phase_load.val();
-                self.final_mode.d.next = false;
+        // What changes once per phase, on the sequencer's registered decodes (a decode
+        // of the state here would be one LUT serving registers all over the die).
+        if self.sequencer.at_begin.val() {
+            self.left.d.next = self.cfg_n.q.val();
+            self.last_beat.d.next = self.cfg_n.q.val() <= self.lane_count.val();
+            self.lane_errors.d.next = 0.into();
+            self.lane_phase.d.next = self.phase_load.val();
+            self.final_mode.d.next = false;
+        }
+        // A beat is taken only in LoadRun.
+        if self.accept.val() {
+            self.left.d.next = self.left.q.val() - self.lane_count.val();
+            self.last_beat.d.next = self.left.q.val() <= self.two_rows.val();
+        }
+        if self.sequencer.at_plan1.val() {
+            self.total_a.d.next = self.sum_a[0].q.val();
+            self.total_b.d.next = self.sum_b[0].q.val();
+            self.refused.d.next =
+                (self.cfg_mode.q.val() != self.mode_strict.val()) & (self.capacity.q.val() >= self.limit.val());
+        }
+        if self.sequencer.at_plan2.val() {
+            self.supply.d.next = self.supply_sum.val();
+            if self.supply_carry.val() {
+                self.supply.d.next = self.max.val();
             }
-            Phase::LoadRun => {
-                if self.accept.val() {
-                    self.left.d.next = self.left.q.val() - self.lane_count.val();
-                    self.last_beat.d.next = self.left.q.val() <= self.two_rows.val();
-                }
+        }
+        if self.sequencer.at_plan3.val() {
+            // The borrowed total, min(supply, candidates).
+            self.borrow.d.next = self.total_a.q.val();
+            if self.supply.q.val() < self.total_a.q.val() {
+                self.borrow.d.next = self.supply.q.val();
             }
-            Phase::Plan1 => {
-                self.total_a.d.next = self.sum_a[0].q.val();
-                self.total_b.d.next = self.sum_b[0].q.val();
-                self.refused.d.next =
-                    (self.cfg_mode.q.val() != self.mode_strict.val()) & (self.capacity.q.val() >= self.limit.val());
-            }
-            Phase::Plan2 => {
-                self.supply.d.next = self.supply_sum.val();
-                if self.supply_carry.val() {
-                    self.supply.d.next = self.max.val();
-                }
-            }
-            Phase::Plan3 => {
-                // The borrowed total, min(supply, candidates).
-                self.borrow.d.next = self.total_a.q.val();
-                if self.supply.q.val() < self.total_a.q.val() {
-                    self.borrow.d.next = self.supply.q.val();
-                }
-            }
-            Phase::SearchCheck => {
-                if self.sequencer.more_any.val() {
-                    self.lane_phase.d.next = self.phase_search.val();
-                }
-            }
-            Phase::FinalStart => {
-                self.rest_a.d.next = self.search_a.rest.val();
-                self.rest_b.d.next = self.search_b.rest.val();
-                self.final_mode.d.next = true;
-                self.lane_phase.d.next = self.phase_final.val();
-            }
-            Phase::EmitStart => {
-                self.lane_phase.d.next = self.phase_emit.val();
-                self.final_mode.d.next = false;
-            }
-            _ => {}
+        }
+        if self.sequencer.at_search_check.val() & self.sequencer.more_any.val() {
+            self.lane_phase.d.next = self.phase_search.val();
+        }
+        if self.sequencer.at_final_start.val() {
+            self.rest_a.d.next = self.search_a.rest.val();
+            self.rest_b.d.next = self.search_b.rest.val();
+            self.final_mode.d.next = true;
+            self.lane_phase.d.next = self.phase_final.val();
+        }
+        if self.sequencer.at_emit_start.val() {
+            self.lane_phase.d.next = self.phase_emit.val();
+            self.final_mode.d.next = false;
         }
     }
 }

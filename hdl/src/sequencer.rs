@@ -151,6 +151,20 @@ pub struct Sequencer<const A: usize> {
     pub at_update1: Signal<Out, Bit>,
     /// See `at_load_target`.
     pub at_update2: Signal<Out, Bit>,
+    /// Registered decodes for the engine's registers that change once per phase: the
+    /// sums are taken (Plan1), the supply (Plan2) and the borrowed total (Plan3) are
+    /// computed, FINAL's rests are loaded (FinalStart), results begin (EmitStart).
+    /// Decoded from the state in the engine, one LUT served registers on both sides of
+    /// the die (80a0eba + lane copies: state to `rest_b` through 8.6 ns of routing).
+    pub at_plan1: Signal<Out, Bit>,
+    /// See `at_plan1`.
+    pub at_plan2: Signal<Out, Bit>,
+    /// See `at_plan1`.
+    pub at_plan3: Signal<Out, Bit>,
+    /// See `at_plan1`.
+    pub at_final_start: Signal<Out, Bit>,
+    /// See `at_plan1`.
+    pub at_emit_start: Signal<Out, Bit>,
     phase: DFF<Phase>,
     row: DFF<Bits<A>>,
     last_row: DFF<Bits<A>>,
@@ -174,6 +188,11 @@ pub struct Sequencer<const A: usize> {
     search_check_r: DFF<Bit>,
     update1_r: DFF<Bit>,
     update2_r: DFF<Bit>,
+    plan1_r: DFF<Bit>,
+    plan2_r: DFF<Bit>,
+    plan3_r: DFF<Bit>,
+    final_start_r: DFF<Bit>,
+    emit_start_r: DFF<Bit>,
     /// The state is not Idle (so that `at_idle` is set from reset).
     active_r: DFF<Bit>,
     busy_r: DFF<Bit>,
@@ -229,6 +248,11 @@ impl<const A: usize> Sequencer<A> {
             at_search_check: Default::default(),
             at_update1: Default::default(),
             at_update2: Default::default(),
+            at_plan1: Default::default(),
+            at_plan2: Default::default(),
+            at_plan3: Default::default(),
+            at_final_start: Default::default(),
+            at_emit_start: Default::default(),
             phase: Default::default(),
             row: Default::default(),
             last_row: Default::default(),
@@ -250,6 +274,11 @@ impl<const A: usize> Sequencer<A> {
             search_check_r: Default::default(),
             update1_r: Default::default(),
             update2_r: Default::default(),
+            plan1_r: Default::default(),
+            plan2_r: Default::default(),
+            plan3_r: Default::default(),
+            final_start_r: Default::default(),
+            emit_start_r: Default::default(),
             active_r: Default::default(),
             busy_r: Default::default(),
             done_r: Default::default(),
@@ -298,6 +327,11 @@ impl<const A: usize> Logic for Sequencer<A> {
             search_check_r,
             update1_r,
             update2_r,
+            plan1_r,
+            plan2_r,
+            plan3_r,
+            final_start_r,
+            emit_start_r,
             active_r,
             busy_r,
             done_r,
@@ -495,6 +529,11 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.search_check_r.d.next = self.next.val() == Phase::SearchCheck;
         self.update1_r.d.next = self.next.val() == Phase::SearchUpdate1;
         self.update2_r.d.next = self.next.val() == Phase::SearchUpdate2;
+        self.plan1_r.d.next = self.next.val() == Phase::Plan1;
+        self.plan2_r.d.next = self.next.val() == Phase::Plan2;
+        self.plan3_r.d.next = self.next.val() == Phase::Plan3;
+        self.final_start_r.d.next = self.next.val() == Phase::FinalStart;
+        self.emit_start_r.d.next = self.next.val() == Phase::EmitStart;
 
         self.state.next = self.phase.q.val();
         self.accept.next = self.taken.val();
@@ -517,5 +556,10 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.at_search_check.next = self.search_check_r.q.val();
         self.at_update1.next = self.update1_r.q.val();
         self.at_update2.next = self.update2_r.q.val();
+        self.at_plan1.next = self.plan1_r.q.val();
+        self.at_plan2.next = self.plan2_r.q.val();
+        self.at_plan3.next = self.plan3_r.q.val();
+        self.at_final_start.next = self.final_start_r.q.val();
+        self.at_emit_start.next = self.emit_start_r.q.val();
     }
 }
