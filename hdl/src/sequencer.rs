@@ -203,6 +203,9 @@ pub struct Sequencer<const A: usize> {
     countdown_next: Signal<Local, Bits<8>>,
     row_next: Signal<Local, Bits<A>>,
     taken: Signal<Local, Bit>,
+    idle_start: Signal<Local, Bit>,
+    refuse: Signal<Local, Bit>,
+    finish: Signal<Local, Bit>,
     reduce_wait: Constant<Bits<8>>,
     load_wait: Constant<Bits<8>>,
     search_wait: Constant<Bits<8>>,
@@ -288,6 +291,9 @@ impl<const A: usize> Sequencer<A> {
             countdown_next: Default::default(),
             row_next: Default::default(),
             taken: Default::default(),
+            idle_start: Default::default(),
+            refuse: Default::default(),
+            finish: Default::default(),
             reduce_wait: Constant::new(Bits::<8>::from(lanes as u64)),
             load_wait: Constant::new(Bits::<8>::from(LOAD_LATENCY as u64 - 1)),
             search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
@@ -345,16 +351,9 @@ impl<const A: usize> Logic for Sequencer<A> {
             self.countdown_next.next = self.countdown.q.val() - 1;
         }
         self.row_next.next = self.row.q.val();
-        if self.busy_r.q.val() {
-            self.cycles_r.d.next = self.cycles_r.q.val() + 1;
-        }
         match self.phase.q.val() {
             Phase::Idle => {
                 if self.start.val() {
-                    self.cycles_r.d.next = 1.into();
-                    self.done_r.d.next = false;
-                    self.error_r.d.next = 0.into();
-                    self.busy_r.d.next = true;
                     self.next.next = Phase::Begin;
                 }
             }
@@ -362,9 +361,6 @@ impl<const A: usize> Logic for Sequencer<A> {
                 self.row_next.next = 0.into();
                 self.next.next = Phase::LoadRun;
                 if self.start_code.val() != 0 {
-                    self.error_r.d.next = self.start_code.val();
-                    self.done_r.d.next = true;
-                    self.busy_r.d.next = false;
                     self.next.next = Phase::Idle;
                 }
             }
@@ -402,18 +398,7 @@ impl<const A: usize> Logic for Sequencer<A> {
             }
             Phase::Plan4 => {
                 self.next.next = Phase::SearchInit;
-                if self.refused.val() {
-                    self.error_r.d.next = self.code_capacity.val();
-                }
-                if self.lane_errors.val() != 0 {
-                    self.error_r.d.next = self.code_demand.val();
-                    if self.lane_errors.val().get_bit(1) {
-                        self.error_r.d.next = self.code_credit.val();
-                    }
-                }
                 if self.stop_r.q.val() {
-                    self.done_r.d.next = true;
-                    self.busy_r.d.next = false;
                     self.next.next = Phase::Idle;
                 }
             }
@@ -493,8 +478,6 @@ impl<const A: usize> Logic for Sequencer<A> {
             Phase::EmitShow => {
                 if self.out_ready.val() {
                     if self.row_last_r.q.val() {
-                        self.done_r.d.next = true;
-                        self.busy_r.d.next = false;
                         self.next.next = Phase::Idle;
                     } else {
                         self.row_next.next = self.row.q.val() + 1;
@@ -502,6 +485,43 @@ impl<const A: usize> Logic for Sequencer<A> {
                     }
                 }
             }
+        }
+        // The status, on the registered decodes (Idle is `!active_r`, Begin `begin_r`,
+        // Plan4 `load_target_r`, EmitShow `emit_show_r`) rather than on the state: its
+        // registers' enables are a LUT or two from flip-flops beside them (a run with
+        // them on the state had four LUTs and two wires across the die between the
+        // state and `done`).
+        self.idle_start.next = !self.active_r.q.val() & self.start.val();
+        self.refuse.next = self.begin_r.q.val() & (self.start_code.val() != 0);
+        self.finish.next = self.refuse.val()
+            | (self.load_target_r.q.val() & self.stop_r.q.val())
+            | (self.emit_show_r.q.val() & self.out_ready.val() & self.row_last_r.q.val());
+        if self.busy_r.q.val() {
+            self.cycles_r.d.next = self.cycles_r.q.val() + 1;
+        }
+        if self.idle_start.val() {
+            self.cycles_r.d.next = 1.into();
+            self.done_r.d.next = false;
+            self.error_r.d.next = 0.into();
+            self.busy_r.d.next = true;
+        }
+        if self.refuse.val() {
+            self.error_r.d.next = self.start_code.val();
+        }
+        if self.load_target_r.q.val() {
+            if self.refused.val() {
+                self.error_r.d.next = self.code_capacity.val();
+            }
+            if self.lane_errors.val() != 0 {
+                self.error_r.d.next = self.code_demand.val();
+                if self.lane_errors.val().get_bit(1) {
+                    self.error_r.d.next = self.code_credit.val();
+                }
+            }
+        }
+        if self.finish.val() {
+            self.done_r.d.next = true;
+            self.busy_r.d.next = false;
         }
         self.phase.d.next = self.next.val();
         self.countdown.d.next = self.countdown_next.val();
