@@ -13,7 +13,7 @@
 //! bank outputs are registered in `t + 1`, LOAD writes its runs and adds its totals in
 //! `t + 5` and its key ranges in `t + 6`; SEARCH adds its counts in `t + 4`; FINAL
 //! presents its threshold flags (`at_a`, `at_b`) in `t + 4`, takes `grant` in
-//! [`GRANT_CYCLE`] and writes the credits and allocations in `t + 13`.
+//! [`GRANT_CYCLE`] and writes the credits and allocations in `t + 14`.
 //!
 //! Sums and key ranges are kept per lane and reduced across the lanes afterwards by a
 //! shift chain towards lane 0 (see [`crate::reduce`]), so that no signal crosses more
@@ -205,6 +205,16 @@ pub struct EngineLane<const A: usize> {
     dm4: DFF<Bits<32>>,
     bs4: DFF<Bits<32>>,
     kd4: DFF<Bits<3>>,
+    /// The user's kind and what FINAL does with its count, decoded a stage early (each
+    /// drives a 32-bit operand's LUTs; from `kd4` they were one register's fanout
+    /// through a decode LUT): a borrower, a donor, its count taken as slices (a Karma
+    /// borrower or a max-min user), taken from its credits (a Karma borrower), added to
+    /// them (a Karma donor).
+    borrower4: DFF<Bit>,
+    donor4: DFF<Bit>,
+    take4: DFF<Bit>,
+    spend4: DFF<Bit>,
+    earn4: DFF<Bit>,
     fl4: DFF<Bits<6>>,
     /// Bit 0 c1 != 0, 1 c1 >= 2^31, 2 c1 + (g - d) >= 2^31.
     cf4: DFF<Bits<3>>,
@@ -253,8 +263,6 @@ pub struct EngineLane<const A: usize> {
     load: Signal<Local, Bit>,
     search: Signal<Local, Bit>,
     fin: Signal<Local, Bit>,
-    borrower4: Signal<Local, Bit>,
-    donor4: Signal<Local, Bit>,
     taken4: Signal<Local, Bits<32>>,
     reach3: Signal<Local, Bits<32>>,
     credit_error: Signal<Local, Bit>,
@@ -375,6 +383,11 @@ impl<const A: usize> EngineLane<A> {
             dm4: Default::default(),
             bs4: Default::default(),
             kd4: Default::default(),
+            borrower4: Default::default(),
+            donor4: Default::default(),
+            take4: Default::default(),
+            spend4: Default::default(),
+            earn4: Default::default(),
             fl4: Default::default(),
             cf4: Default::default(),
             nk5: Default::default(),
@@ -407,8 +420,6 @@ impl<const A: usize> EngineLane<A> {
             search: Default::default(),
             fin: Default::default(),
             borrower2: array_init::array_init(|_| Default::default()),
-            borrower4: Default::default(),
-            donor4: Default::default(),
             taken4: Default::default(),
             reach3: Default::default(),
             credit_error: Default::default(),
@@ -428,7 +439,8 @@ impl<const A: usize> Logic for EngineLane<A> {
         dff_setup!(
             self, clock, row_ctr, wr_ctr, valid, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand, ok1, cr2, st2,
             rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, rn3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4,
-            fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nk6, nfs6, end6, rnz6, alloc_f, credit_f, ok_f, err
+            borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nk6, nfs6, end6, rnz6,
+            alloc_f, credit_f, ok_f, err
         );
         self.credit_ram.read_clock.next = self.clock.val();
         self.credit_ram.write_clock.next = self.clock.val();
@@ -559,6 +571,12 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.dm4.d.next = self.dm3.q.val();
         self.bs4.d.next = self.bs3.q.val();
         self.kd4.d.next = self.kd3.q.val();
+        self.borrower4.d.next = self.kd3.q.val().get_bits::<2>(0) == 1;
+        self.donor4.d.next = self.kd3.q.val().get_bits::<2>(0) == 2;
+        self.take4.d.next = (self.karma.val() & (self.kd3.q.val().get_bits::<2>(0) == 1))
+            | (self.maxmin.val() & (self.kd3.q.val().get_bits::<2>(0) == 2));
+        self.spend4.d.next = self.karma.val() & (self.kd3.q.val().get_bits::<2>(0) == 1);
+        self.earn4.d.next = self.karma.val() & (self.kd3.q.val().get_bits::<2>(0) == 2);
         self.fl4.d.next = self.fl3.q.val();
         self.reach3.next = self.c1_3.q.val() + self.gmd3.q.val();
         self.cf4.d.next = bits::<3>(0)
@@ -613,26 +631,24 @@ impl<const A: usize> Logic for EngineLane<A> {
 
         // Stage 4 (FINAL): the keys below the threshold are taken; the tie-break slice
         // comes later (`grant`).
-        self.borrower4.next = self.kd4.q.val().get_bits::<2>(0) == 1;
-        self.donor4.next = self.kd4.q.val().get_bits::<2>(0) == 2;
-        self.at_a.next = self.count[0].at.val() & self.borrower4.val();
-        self.at_b.next = self.count[0].at.val() & self.donor4.val();
+        self.at_a.next = self.count[0].at.val() & self.borrower4.q.val();
+        self.at_b.next = self.count[0].at.val() & self.donor4.q.val();
         self.taken4.next = 0.into();
-        if (self.karma.val() & self.borrower4.val()) | (self.maxmin.val() & self.donor4.val()) {
+        if self.take4.q.val() {
             self.taken4.next = self.count[0].count.val();
         }
         self.al_d[0].d.next = self.bs4.q.val() + self.taken4.val();
         self.cd_d[0].d.next = self.c1_4.q.val();
-        if self.karma.val() & self.borrower4.val() {
+        if self.spend4.q.val() {
             self.cd_d[0].d.next = self.c1_4.q.val() - self.count[0].count.val();
         }
-        if self.karma.val() & self.donor4.val() {
+        if self.earn4.q.val() {
             self.cd_d[0].d.next = self.c1_4.q.val() + self.count[0].count.val();
         }
         self.fl_d[0].d.next = bits::<4>(0)
-            .replace_bit(0, (self.karma.val() & self.borrower4.val()) | (self.maxmin.val() & self.donor4.val()))
-            .replace_bit(1, self.karma.val() & self.donor4.val())
-            .replace_bit(2, self.karma.val() & self.borrower4.val())
+            .replace_bit(0, self.take4.q.val())
+            .replace_bit(1, self.earn4.q.val())
+            .replace_bit(2, self.spend4.q.val())
             .replace_bit(3, self.kd4.q.val().get_bit(2));
 
         // SEARCH (cycle 4) and LOAD (cycle 5): sums; LOAD (cycle 6): key ranges.
@@ -641,8 +657,8 @@ impl<const A: usize> Logic for EngineLane<A> {
         for j in 0..PROBES {
             self.sum_a[j].x.next = self.count[j].count.val();
             self.sum_b[j].x.next = self.count[j].count.val();
-            self.sum_a[j].add.next = self.search.val() & self.search_row.val() & self.borrower4.val();
-            self.sum_b[j].add.next = self.search.val() & self.search_row.val() & self.donor4.val();
+            self.sum_a[j].add.next = self.search.val() & self.search_row.val() & self.borrower4.q.val();
+            self.sum_b[j].add.next = self.search.val() & self.search_row.val() & self.donor4.q.val();
             self.sum_a[j].shift.next = self.shift_l.q.val();
             self.sum_b[j].shift.next = self.shift_l.q.val();
         }
