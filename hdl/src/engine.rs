@@ -49,7 +49,7 @@ pub use fairshare_abi::status as error_code;
 /// - `3 + R + FINAL_LATENCY`: FINAL;
 /// - `1 + 2R`: results out, a row every two cycles.
 ///
-/// With the constants of this build: `4R + p + 36 + k (R + p + 11)`.
+/// With the constants of this build: `4R + p + 37 + k (R + p + 11)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
     let load = 2 + r + 1 + LOAD_LATENCY + p;
