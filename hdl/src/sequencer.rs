@@ -12,8 +12,8 @@
 //! the die at most once.
 //!
 //! Owns when the engine moves and the status that follows from it (`busy`, `done`,
-//! `error`, `cycles`); the engine owns what it does in each phase (it matches on
-//! [`Sequencer::state`]). Depends on nothing but the phase latencies of the lanes and
+//! `error`, `cycles`); the engine owns what it does in each phase (on the registered
+//! decodes `at_*`; [`Sequencer::state`] is for observation). Depends on nothing but the phase latencies of the lanes and
 //! the search units, which set its waits, and the device ABI's status codes.
 
 use crate::lane::{FINAL_LATENCY, LOAD_LATENCY, SEARCH_LATENCY};
