@@ -162,7 +162,7 @@ ecp5_shape() {
   # next-state logic shared LUTs with the datapath it steers, placed far from it
   # (docs/engine.md, "Clock on an ECP5-85F"). Keeping the lanes too (`*$lanes$?`) was
   # slower at 9d94629 (88.74 against 104.41 MHz at speed grade 6, seed 1).
-  local keep="*\$sequencer"
+  local blocks="*\$sequencer"
   # Each lane registers the engine's settings, probes and row controls for itself, so
   # that no engine register drives all the lanes; Yosys would merge those identical
   # copies back into one (80a0eba: lane 5's mode register fed lane 7 through 4.2 ns of
@@ -172,7 +172,7 @@ ecp5_shape() {
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   local script="read_verilog $src; hierarchy -top top; proc; setattr -set keep 1$copies"
-  script="$script; setattr -mod -set keep_hierarchy 1 $keep"
+  script="$script; setattr -mod -set keep_hierarchy 1 $blocks"
   script="$script; synth_ecp5 -abc9 -top top"
   local hash
   hash=$({ cat "$src"; echo "$script"; } | sha256sum | cut -c1-16)

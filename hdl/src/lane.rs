@@ -166,6 +166,9 @@ pub struct EngineLane<const A: usize> {
     row_ctr: DFF<Bits<A>>,
     wr_ctr: DFF<Bits<A>>,
     valid: DFF<Bits<16>>,
+    // The lane's own copies of the engine's settings, probes and row controls: every
+    // lane registers them so that no engine register drives all the lanes (hdl/synth.sh
+    // keeps these registers by name, and `borrower2`, or Yosys would merge the copies).
     mode_l: DFF<Bits<2>>,
     shift_l: DFF<Bit>,
     phase_l: DFF<Bits<2>>,
@@ -263,6 +266,8 @@ pub struct EngineLane<const A: usize> {
     load: Signal<Local, Bit>,
     search: Signal<Local, Bit>,
     fin: Signal<Local, Bit>,
+    borrower3: Signal<Local, Bit>,
+    donor3: Signal<Local, Bit>,
     taken4: Signal<Local, Bits<32>>,
     reach3: Signal<Local, Bits<32>>,
     credit_error: Signal<Local, Bit>,
@@ -420,6 +425,8 @@ impl<const A: usize> EngineLane<A> {
             search: Default::default(),
             fin: Default::default(),
             borrower2: array_init::array_init(|_| Default::default()),
+            borrower3: Default::default(),
+            donor3: Default::default(),
             taken4: Default::default(),
             reach3: Default::default(),
             credit_error: Default::default(),
@@ -571,12 +578,13 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.dm4.d.next = self.dm3.q.val();
         self.bs4.d.next = self.bs3.q.val();
         self.kd4.d.next = self.kd3.q.val();
-        self.borrower4.d.next = self.kd3.q.val().get_bits::<2>(0) == 1;
-        self.donor4.d.next = self.kd3.q.val().get_bits::<2>(0) == 2;
-        self.take4.d.next = (self.karma.val() & (self.kd3.q.val().get_bits::<2>(0) == 1))
-            | (self.maxmin.val() & (self.kd3.q.val().get_bits::<2>(0) == 2));
-        self.spend4.d.next = self.karma.val() & (self.kd3.q.val().get_bits::<2>(0) == 1);
-        self.earn4.d.next = self.karma.val() & (self.kd3.q.val().get_bits::<2>(0) == 2);
+        self.borrower3.next = self.kd3.q.val().get_bits::<2>(0) == 1;
+        self.donor3.next = self.kd3.q.val().get_bits::<2>(0) == 2;
+        self.borrower4.d.next = self.borrower3.val();
+        self.donor4.d.next = self.donor3.val();
+        self.take4.d.next = (self.karma.val() & self.borrower3.val()) | (self.maxmin.val() & self.donor3.val());
+        self.spend4.d.next = self.karma.val() & self.borrower3.val();
+        self.earn4.d.next = self.karma.val() & self.donor3.val();
         self.fl4.d.next = self.fl3.q.val();
         self.reach3.next = self.c1_3.q.val() + self.gmd3.q.val();
         self.cf4.d.next = bits::<3>(0)

@@ -12,9 +12,10 @@
 //! the die at most once.
 //!
 //! Owns when the engine moves and the status that follows from it (`busy`, `done`,
-//! `error`, `cycles`); the engine owns what it does in each phase (on the registered
-//! decodes `at_*`; [`Sequencer::state`] is for observation). Depends on nothing but the phase latencies of the lanes and
-//! the search units, which set its waits, and the device ABI's status codes.
+//! `error`, `cycles`); the engine owns what it does in each phase, on the registered
+//! decodes `at_*` (the state itself does not leave the block). Depends on nothing but
+//! the phase latencies of the lanes and the search units, which set its waits, and the
+//! device ABI's status codes.
 
 use crate::lane::{FINAL_LATENCY, LOAD_LATENCY, SEARCH_LATENCY};
 use crate::search::PROBE_LATENCY;
@@ -98,8 +99,6 @@ pub struct Sequencer<const A: usize> {
     pub refused: Signal<In, Bit>,
     /// The lanes reported bad input (final from Plan1 on).
     pub lane_errors: Signal<In, Bits<2>>,
-    /// The phase.
-    pub state: Signal<Out, Phase>,
     /// A demand beat is taken this cycle (LoadRun and `in_valid`: the stream's
     /// handshake, the one output that is not a flip-flop's).
     pub accept: Signal<Out, Bit>,
@@ -230,7 +229,6 @@ impl<const A: usize> Sequencer<A> {
             more_b: Default::default(),
             refused: Default::default(),
             lane_errors: Default::default(),
-            state: Default::default(),
             accept: Default::default(),
             more_any: Default::default(),
             busy: Default::default(),
@@ -555,7 +553,6 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.final_start_r.d.next = self.next.val() == Phase::FinalStart;
         self.emit_start_r.d.next = self.next.val() == Phase::EmitStart;
 
-        self.state.next = self.phase.q.val();
         self.accept.next = self.taken.val();
         self.more_any.next = self.more_r.q.val();
         self.busy.next = self.busy_r.q.val();
