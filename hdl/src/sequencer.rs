@@ -1,6 +1,14 @@
 //! The engine's sequencer: the FSM that steps a quantum through its phases, its row
-//! and wait counters, and the registered decodes of its state that steer the rest of
+//! and wait counters, and the registered copies of its state that steer the rest of
 //! the engine.
+//!
+//! The state is one-hot, a flip-flop per phase (Idle is none of them set), so that
+//! each next-state bit is a LUT or two from flip-flops; with the state encoded in five
+//! bits the next-state logic was five LUT levels, which the placer spread across the
+//! die (85fa696's critical path, docs/engine.md). The engine reads copies of the state
+//! bits made from the same next-state signals (`at_*`), so that the state itself stays
+//! beside its logic. The test below steps it against the FSM written the obvious way,
+//! an encoded state and one `match`.
 //!
 //! A block of its own so that synthesis keeps it one (`hdl/synth.sh` marks it
 //! `keep_hierarchy`): flattened into the engine, the next-state logic shared LUTs with
@@ -164,6 +172,38 @@ pub struct Sequencer<const A: usize> {
     pub at_final_start: Signal<Out, Bit>,
     /// See `at_plan1`.
     pub at_emit_start: Signal<Out, Bit>,
+    /// The state, one-hot: one flip-flop per phase but Idle (`is_active` clear), so
+    /// that each next-state bit is a LUT or two from flip-flops (a 5-bit encoded state
+    /// took five LUT levels, spread across the die: 85fa696's critical path). These
+    /// drive only the next-state logic and the status beside them; the engine reads
+    /// the copies below (`*_r`), which `hdl/synth.sh` keeps from being merged with
+    /// them.
+    is_active: DFF<Bit>,
+    is_begin: DFF<Bit>,
+    is_load_run: DFF<Bit>,
+    is_load_drain: DFF<Bit>,
+    is_load_reduce: DFF<Bit>,
+    is_plan1: DFF<Bit>,
+    is_plan2: DFF<Bit>,
+    is_plan3: DFF<Bit>,
+    is_plan4: DFF<Bit>,
+    is_search_init: DFF<Bit>,
+    is_search_wait: DFF<Bit>,
+    is_search_check: DFF<Bit>,
+    is_search_issue: DFF<Bit>,
+    is_search_drain: DFF<Bit>,
+    is_search_reduce: DFF<Bit>,
+    is_update1: DFF<Bit>,
+    is_update2: DFF<Bit>,
+    is_final_start: DFF<Bit>,
+    is_final_wait: DFF<Bit>,
+    is_final_issue: DFF<Bit>,
+    is_final_drain: DFF<Bit>,
+    is_emit_start: DFF<Bit>,
+    is_emit_wait: DFF<Bit>,
+    is_emit_show: DFF<Bit>,
+    /// The phase as a name, for waveforms only (`sequencer.phase.q` in a trace):
+    /// nothing reads it, synthesis removes it.
     phase: DFF<Phase>,
     row: DFF<Bits<A>>,
     last_row: DFF<Bits<A>>,
@@ -198,7 +238,31 @@ pub struct Sequencer<const A: usize> {
     done_r: DFF<Bit>,
     error_r: DFF<Bits<4>>,
     cycles_r: DFF<Bits<32>>,
-    next: Signal<Local, Phase>,
+    /// The next state, one bit per phase (`nx_active`: not Idle).
+    nx_active: Signal<Local, Bit>,
+    nx_begin: Signal<Local, Bit>,
+    nx_load_run: Signal<Local, Bit>,
+    nx_load_drain: Signal<Local, Bit>,
+    nx_load_reduce: Signal<Local, Bit>,
+    nx_plan1: Signal<Local, Bit>,
+    nx_plan2: Signal<Local, Bit>,
+    nx_plan3: Signal<Local, Bit>,
+    nx_plan4: Signal<Local, Bit>,
+    nx_search_init: Signal<Local, Bit>,
+    nx_search_wait: Signal<Local, Bit>,
+    nx_search_check: Signal<Local, Bit>,
+    nx_search_issue: Signal<Local, Bit>,
+    nx_search_drain: Signal<Local, Bit>,
+    nx_search_reduce: Signal<Local, Bit>,
+    nx_update1: Signal<Local, Bit>,
+    nx_update2: Signal<Local, Bit>,
+    nx_final_start: Signal<Local, Bit>,
+    nx_final_wait: Signal<Local, Bit>,
+    nx_final_issue: Signal<Local, Bit>,
+    nx_final_drain: Signal<Local, Bit>,
+    nx_emit_start: Signal<Local, Bit>,
+    nx_emit_wait: Signal<Local, Bit>,
+    nx_emit_show: Signal<Local, Bit>,
     countdown_next: Signal<Local, Bits<8>>,
     row_next: Signal<Local, Bits<A>>,
     taken: Signal<Local, Bit>,
@@ -254,6 +318,30 @@ impl<const A: usize> Sequencer<A> {
             at_plan3: Default::default(),
             at_final_start: Default::default(),
             at_emit_start: Default::default(),
+            is_active: Default::default(),
+            is_begin: Default::default(),
+            is_load_run: Default::default(),
+            is_load_drain: Default::default(),
+            is_load_reduce: Default::default(),
+            is_plan1: Default::default(),
+            is_plan2: Default::default(),
+            is_plan3: Default::default(),
+            is_plan4: Default::default(),
+            is_search_init: Default::default(),
+            is_search_wait: Default::default(),
+            is_search_check: Default::default(),
+            is_search_issue: Default::default(),
+            is_search_drain: Default::default(),
+            is_search_reduce: Default::default(),
+            is_update1: Default::default(),
+            is_update2: Default::default(),
+            is_final_start: Default::default(),
+            is_final_wait: Default::default(),
+            is_final_issue: Default::default(),
+            is_final_drain: Default::default(),
+            is_emit_start: Default::default(),
+            is_emit_wait: Default::default(),
+            is_emit_show: Default::default(),
             phase: Default::default(),
             row: Default::default(),
             last_row: Default::default(),
@@ -285,7 +373,30 @@ impl<const A: usize> Sequencer<A> {
             done_r: Default::default(),
             error_r: Default::default(),
             cycles_r: Default::default(),
-            next: Default::default(),
+            nx_active: Default::default(),
+            nx_begin: Default::default(),
+            nx_load_run: Default::default(),
+            nx_load_drain: Default::default(),
+            nx_load_reduce: Default::default(),
+            nx_plan1: Default::default(),
+            nx_plan2: Default::default(),
+            nx_plan3: Default::default(),
+            nx_plan4: Default::default(),
+            nx_search_init: Default::default(),
+            nx_search_wait: Default::default(),
+            nx_search_check: Default::default(),
+            nx_search_issue: Default::default(),
+            nx_search_drain: Default::default(),
+            nx_search_reduce: Default::default(),
+            nx_update1: Default::default(),
+            nx_update2: Default::default(),
+            nx_final_start: Default::default(),
+            nx_final_wait: Default::default(),
+            nx_final_issue: Default::default(),
+            nx_final_drain: Default::default(),
+            nx_emit_start: Default::default(),
+            nx_emit_wait: Default::default(),
+            nx_emit_show: Default::default(),
             countdown_next: Default::default(),
             row_next: Default::default(),
             taken: Default::default(),
@@ -310,6 +421,30 @@ impl<const A: usize> Logic for Sequencer<A> {
         dff_setup!(
             self,
             clock,
+            is_active,
+            is_begin,
+            is_load_run,
+            is_load_drain,
+            is_load_reduce,
+            is_plan1,
+            is_plan2,
+            is_plan3,
+            is_plan4,
+            is_search_init,
+            is_search_wait,
+            is_search_check,
+            is_search_issue,
+            is_search_drain,
+            is_search_reduce,
+            is_update1,
+            is_update2,
+            is_final_start,
+            is_final_wait,
+            is_final_issue,
+            is_final_drain,
+            is_emit_start,
+            is_emit_wait,
+            is_emit_show,
             phase,
             row,
             last_row,
@@ -342,158 +477,99 @@ impl<const A: usize> Logic for Sequencer<A> {
             error_r,
             cycles_r
         );
-        self.taken.next = self.load_run_r.q.val() & self.in_valid.val();
-        self.next.next = self.phase.q.val();
+        self.taken.next = self.is_load_run.q.val() & self.in_valid.val();
+        // The status's events, on the state bits beside them: Idle takes `start`,
+        // Begin refuses bad settings, Plan4 stops a refused or bad quantum, EmitShow
+        // hands over the last row.
+        self.idle_start.next = !self.is_active.q.val() & self.start.val();
+        self.refuse.next = self.is_begin.q.val() & (self.start_code.val() != 0);
+        self.finish.next = self.refuse.val()
+            | (self.is_plan4.q.val() & self.stop_r.q.val())
+            | (self.is_emit_show.q.val() & self.out_ready.val() & self.row_last_r.q.val());
+        // The next state: each bit is where it comes from and whether it stays.
+        self.nx_active.next = self.idle_start.val() | (self.is_active.q.val() & !self.finish.val());
+        self.nx_begin.next = self.idle_start.val();
+        self.nx_load_run.next = (self.is_begin.q.val() & (self.start_code.val() == 0))
+            | (self.is_load_run.q.val() & !(self.taken.val() & self.last_beat.val()));
+        self.nx_load_drain.next = (self.is_load_run.q.val() & self.taken.val() & self.last_beat.val())
+            | (self.is_load_drain.q.val() & !self.countdown_zero.q.val());
+        self.nx_load_reduce.next = (self.is_load_drain.q.val() & self.countdown_zero.q.val())
+            | (self.is_load_reduce.q.val() & !self.countdown_zero.q.val());
+        self.nx_plan1.next = self.is_load_reduce.q.val() & self.countdown_zero.q.val();
+        self.nx_plan2.next = self.is_plan1.q.val();
+        self.nx_plan3.next = self.is_plan2.q.val();
+        self.nx_plan4.next = self.is_plan3.q.val();
+        self.nx_search_init.next = self.is_plan4.q.val() & !self.stop_r.q.val();
+        self.nx_search_wait.next = self.is_search_init.q.val()
+            | self.is_update2.q.val()
+            | (self.is_search_wait.q.val() & !self.countdown_zero.q.val());
+        self.nx_search_check.next = self.is_search_wait.q.val() & self.countdown_zero.q.val();
+        self.nx_search_issue.next = (self.is_search_check.q.val() & self.more_r.q.val())
+            | (self.is_search_issue.q.val() & !self.row_last_r.q.val());
+        self.nx_search_drain.next = (self.is_search_issue.q.val() & self.row_last_r.q.val())
+            | (self.is_search_drain.q.val() & !self.countdown_zero.q.val());
+        self.nx_search_reduce.next = (self.is_search_drain.q.val() & self.countdown_zero.q.val())
+            | (self.is_search_reduce.q.val() & !self.countdown_zero.q.val());
+        self.nx_update1.next = self.is_search_reduce.q.val() & self.countdown_zero.q.val();
+        self.nx_update2.next = self.is_update1.q.val();
+        self.nx_final_start.next = self.is_search_check.q.val() & !self.more_r.q.val();
+        self.nx_final_wait.next =
+            self.is_final_start.q.val() | (self.is_final_wait.q.val() & !self.countdown_zero.q.val());
+        self.nx_final_issue.next = (self.is_final_wait.q.val() & self.countdown_zero.q.val())
+            | (self.is_final_issue.q.val() & !self.row_last_r.q.val());
+        self.nx_final_drain.next = (self.is_final_issue.q.val() & self.row_last_r.q.val())
+            | (self.is_final_drain.q.val() & !self.countdown_zero.q.val());
+        self.nx_emit_start.next = self.is_final_drain.q.val() & self.countdown_zero.q.val();
+        self.nx_emit_wait.next =
+            self.is_emit_start.q.val() | (self.is_emit_show.q.val() & self.out_ready.val() & !self.row_last_r.q.val());
+        self.nx_emit_show.next = self.is_emit_wait.q.val() | (self.is_emit_show.q.val() & !self.out_ready.val());
+
+        // The wait counter counts down to zero and stays there; the phases that wait
+        // load it as they are entered.
         self.countdown_next.next = self.countdown.q.val();
         if self.countdown.q.val() != 0 {
             self.countdown_next.next = self.countdown.q.val() - 1;
         }
-        self.row_next.next = self.row.q.val();
-        match self.phase.q.val() {
-            Phase::Idle => {
-                if self.start.val() {
-                    self.next.next = Phase::Begin;
-                }
-            }
-            Phase::Begin => {
-                self.row_next.next = 0.into();
-                self.next.next = Phase::LoadRun;
-                if self.start_code.val() != 0 {
-                    self.next.next = Phase::Idle;
-                }
-            }
-            Phase::LoadRun => {
-                if self.taken.val() {
-                    if self.last_beat.val() {
-                        self.last_row.d.next = self.row.q.val();
-                        self.row_next.next = 0.into();
-                        self.countdown_next.next = self.load_wait.val();
-                        self.next.next = Phase::LoadDrain;
-                    } else {
-                        self.row_next.next = self.row.q.val() + 1;
-                    }
-                }
-            }
-            Phase::LoadDrain => {
-                if self.countdown_zero.q.val() {
-                    self.countdown_next.next = self.reduce_wait.val();
-                    self.next.next = Phase::LoadReduce;
-                }
-            }
-            Phase::LoadReduce => {
-                if self.countdown_zero.q.val() {
-                    self.next.next = Phase::Plan1;
-                }
-            }
-            Phase::Plan1 => {
-                self.next.next = Phase::Plan2;
-            }
-            Phase::Plan2 => {
-                self.next.next = Phase::Plan3;
-            }
-            Phase::Plan3 => {
-                self.next.next = Phase::Plan4;
-            }
-            Phase::Plan4 => {
-                self.next.next = Phase::SearchInit;
-                if self.stop_r.q.val() {
-                    self.next.next = Phase::Idle;
-                }
-            }
-            Phase::SearchInit => {
-                self.countdown_next.next = self.probe_wait.val();
-                self.next.next = Phase::SearchWait;
-            }
-            Phase::SearchWait => {
-                if self.countdown_zero.q.val() {
-                    self.next.next = Phase::SearchCheck;
-                }
-            }
-            Phase::SearchCheck => {
-                self.row_next.next = 0.into();
-                if self.more_r.q.val() {
-                    self.next.next = Phase::SearchIssue;
-                } else {
-                    self.next.next = Phase::FinalStart;
-                }
-            }
-            Phase::SearchIssue => {
-                if self.row_last_r.q.val() {
-                    self.row_next.next = 0.into();
-                    self.countdown_next.next = self.search_wait.val();
-                    self.next.next = Phase::SearchDrain;
-                } else {
-                    self.row_next.next = self.row.q.val() + 1;
-                }
-            }
-            Phase::SearchDrain => {
-                if self.countdown_zero.q.val() {
-                    self.countdown_next.next = self.reduce_wait.val();
-                    self.next.next = Phase::SearchReduce;
-                }
-            }
-            Phase::SearchReduce => {
-                if self.countdown_zero.q.val() {
-                    self.next.next = Phase::SearchUpdate1;
-                }
-            }
-            Phase::SearchUpdate1 => {
-                self.next.next = Phase::SearchUpdate2;
-            }
-            Phase::SearchUpdate2 => {
-                self.countdown_next.next = self.probe_wait.val();
-                self.next.next = Phase::SearchWait;
-            }
-            Phase::FinalStart => {
-                self.countdown_next.next = 1.into();
-                self.next.next = Phase::FinalWait;
-            }
-            Phase::FinalWait => {
-                if self.countdown_zero.q.val() {
-                    self.next.next = Phase::FinalIssue;
-                }
-            }
-            Phase::FinalIssue => {
-                if self.row_last_r.q.val() {
-                    self.row_next.next = 0.into();
-                    self.countdown_next.next = self.final_wait.val();
-                    self.next.next = Phase::FinalDrain;
-                } else {
-                    self.row_next.next = self.row.q.val() + 1;
-                }
-            }
-            Phase::FinalDrain => {
-                if self.countdown_zero.q.val() {
-                    self.next.next = Phase::EmitStart;
-                }
-            }
-            Phase::EmitStart => {
-                self.next.next = Phase::EmitWait;
-            }
-            Phase::EmitWait => {
-                self.next.next = Phase::EmitShow;
-            }
-            Phase::EmitShow => {
-                if self.out_ready.val() {
-                    if self.row_last_r.q.val() {
-                        self.next.next = Phase::Idle;
-                    } else {
-                        self.row_next.next = self.row.q.val() + 1;
-                        self.next.next = Phase::EmitWait;
-                    }
-                }
-            }
+        if self.is_load_run.q.val() & self.taken.val() & self.last_beat.val() {
+            self.countdown_next.next = self.load_wait.val();
         }
-        // The status, on the registered decodes (Idle is `!active_r`, Begin `begin_r`,
-        // Plan4 `load_target_r`, EmitShow `emit_show_r`) rather than on the state: its
-        // registers' enables are a LUT or two from flip-flops beside them (a run with
-        // them on the state had four LUTs and two wires across the die between the
-        // state and `done`).
-        self.idle_start.next = !self.active_r.q.val() & self.start.val();
-        self.refuse.next = self.begin_r.q.val() & (self.start_code.val() != 0);
-        self.finish.next = self.refuse.val()
-            | (self.load_target_r.q.val() & self.stop_r.q.val())
-            | (self.emit_show_r.q.val() & self.out_ready.val() & self.row_last_r.q.val());
+        if (self.is_load_drain.q.val() | self.is_search_drain.q.val()) & self.countdown_zero.q.val() {
+            self.countdown_next.next = self.reduce_wait.val();
+        }
+        if self.is_search_init.q.val() | self.is_update2.q.val() {
+            self.countdown_next.next = self.probe_wait.val();
+        }
+        if self.is_search_issue.q.val() & self.row_last_r.q.val() {
+            self.countdown_next.next = self.search_wait.val();
+        }
+        if self.is_final_start.q.val() {
+            self.countdown_next.next = 1.into();
+        }
+        if self.is_final_issue.q.val() & self.row_last_r.q.val() {
+            self.countdown_next.next = self.final_wait.val();
+        }
+        // The row: from 0 in Begin and SearchCheck, one on per beat taken in LoadRun,
+        // per cycle in SearchIssue and FinalIssue, per row handed over in EmitShow but the
+        // last; back to 0 after the last of LOAD, SEARCH and FINAL.
+        self.row_next.next = self.row.q.val();
+        if (self.is_load_run.q.val() & self.taken.val())
+            | self.is_search_issue.q.val()
+            | self.is_final_issue.q.val()
+            | (self.is_emit_show.q.val() & self.out_ready.val() & !self.row_last_r.q.val())
+        {
+            self.row_next.next = self.row.q.val() + 1;
+        }
+        if self.is_begin.q.val()
+            | self.is_search_check.q.val()
+            | (self.is_load_run.q.val() & self.taken.val() & self.last_beat.val())
+            | ((self.is_search_issue.q.val() | self.is_final_issue.q.val()) & self.row_last_r.q.val())
+        {
+            self.row_next.next = 0.into();
+        }
+        if self.is_load_run.q.val() & self.taken.val() & self.last_beat.val() {
+            self.last_row.d.next = self.row.q.val();
+        }
+
         if self.busy_r.q.val() {
             self.cycles_r.d.next = self.cycles_r.q.val() + 1;
         }
@@ -506,7 +582,7 @@ impl<const A: usize> Logic for Sequencer<A> {
         if self.refuse.val() {
             self.error_r.d.next = self.start_code.val();
         }
-        if self.load_target_r.q.val() {
+        if self.is_plan4.q.val() {
             if self.refused.val() {
                 self.error_r.d.next = self.code_capacity.val();
             }
@@ -521,7 +597,100 @@ impl<const A: usize> Logic for Sequencer<A> {
             self.done_r.d.next = true;
             self.busy_r.d.next = false;
         }
-        self.phase.d.next = self.next.val();
+        self.is_active.d.next = self.nx_active.val();
+        self.is_begin.d.next = self.nx_begin.val();
+        self.is_load_run.d.next = self.nx_load_run.val();
+        self.is_load_drain.d.next = self.nx_load_drain.val();
+        self.is_load_reduce.d.next = self.nx_load_reduce.val();
+        self.is_plan1.d.next = self.nx_plan1.val();
+        self.is_plan2.d.next = self.nx_plan2.val();
+        self.is_plan3.d.next = self.nx_plan3.val();
+        self.is_plan4.d.next = self.nx_plan4.val();
+        self.is_search_init.d.next = self.nx_search_init.val();
+        self.is_search_wait.d.next = self.nx_search_wait.val();
+        self.is_search_check.d.next = self.nx_search_check.val();
+        self.is_search_issue.d.next = self.nx_search_issue.val();
+        self.is_search_drain.d.next = self.nx_search_drain.val();
+        self.is_search_reduce.d.next = self.nx_search_reduce.val();
+        self.is_update1.d.next = self.nx_update1.val();
+        self.is_update2.d.next = self.nx_update2.val();
+        self.is_final_start.d.next = self.nx_final_start.val();
+        self.is_final_wait.d.next = self.nx_final_wait.val();
+        self.is_final_issue.d.next = self.nx_final_issue.val();
+        self.is_final_drain.d.next = self.nx_final_drain.val();
+        self.is_emit_start.d.next = self.nx_emit_start.val();
+        self.is_emit_wait.d.next = self.nx_emit_wait.val();
+        self.is_emit_show.d.next = self.nx_emit_show.val();
+        self.phase.d.next = Phase::Idle;
+        if self.nx_begin.val() {
+            self.phase.d.next = Phase::Begin;
+        }
+        if self.nx_load_run.val() {
+            self.phase.d.next = Phase::LoadRun;
+        }
+        if self.nx_load_drain.val() {
+            self.phase.d.next = Phase::LoadDrain;
+        }
+        if self.nx_load_reduce.val() {
+            self.phase.d.next = Phase::LoadReduce;
+        }
+        if self.nx_plan1.val() {
+            self.phase.d.next = Phase::Plan1;
+        }
+        if self.nx_plan2.val() {
+            self.phase.d.next = Phase::Plan2;
+        }
+        if self.nx_plan3.val() {
+            self.phase.d.next = Phase::Plan3;
+        }
+        if self.nx_plan4.val() {
+            self.phase.d.next = Phase::Plan4;
+        }
+        if self.nx_search_init.val() {
+            self.phase.d.next = Phase::SearchInit;
+        }
+        if self.nx_search_wait.val() {
+            self.phase.d.next = Phase::SearchWait;
+        }
+        if self.nx_search_check.val() {
+            self.phase.d.next = Phase::SearchCheck;
+        }
+        if self.nx_search_issue.val() {
+            self.phase.d.next = Phase::SearchIssue;
+        }
+        if self.nx_search_drain.val() {
+            self.phase.d.next = Phase::SearchDrain;
+        }
+        if self.nx_search_reduce.val() {
+            self.phase.d.next = Phase::SearchReduce;
+        }
+        if self.nx_update1.val() {
+            self.phase.d.next = Phase::SearchUpdate1;
+        }
+        if self.nx_update2.val() {
+            self.phase.d.next = Phase::SearchUpdate2;
+        }
+        if self.nx_final_start.val() {
+            self.phase.d.next = Phase::FinalStart;
+        }
+        if self.nx_final_wait.val() {
+            self.phase.d.next = Phase::FinalWait;
+        }
+        if self.nx_final_issue.val() {
+            self.phase.d.next = Phase::FinalIssue;
+        }
+        if self.nx_final_drain.val() {
+            self.phase.d.next = Phase::FinalDrain;
+        }
+        if self.nx_emit_start.val() {
+            self.phase.d.next = Phase::EmitStart;
+        }
+        if self.nx_emit_wait.val() {
+            self.phase.d.next = Phase::EmitWait;
+        }
+        if self.nx_emit_show.val() {
+            self.phase.d.next = Phase::EmitShow;
+        }
         self.countdown.d.next = self.countdown_next.val();
         self.countdown_zero.d.next = self.countdown_next.val() == 0;
         self.row.d.next = self.row_next.val();
@@ -530,28 +699,27 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.row_last_r.d.next = self.row_next.val() == self.last_row.q.val();
         self.more_r.d.next = self.more_a.val() | self.more_b.val();
         self.stop_r.d.next = self.refused.val() | (self.lane_errors.val() != 0);
-        self.active_r.d.next = self.next.val() != Phase::Idle;
-        self.load_run_r.d.next = self.next.val() == Phase::LoadRun;
-        self.issue_r.d.next = (self.next.val() == Phase::SearchIssue) | (self.next.val() == Phase::FinalIssue);
-        self.final_issue_r.d.next = self.next.val() == Phase::FinalIssue;
-        self.restart_r.d.next = (self.next.val() == Phase::Idle)
-            | (self.next.val() == Phase::SearchCheck)
-            | (self.next.val() == Phase::FinalStart)
-            | (self.next.val() == Phase::EmitStart);
-        self.reduce_r.d.next = (self.next.val() == Phase::LoadReduce) | (self.next.val() == Phase::SearchReduce);
-        self.clear_r.d.next = (self.next.val() == Phase::Begin) | (self.next.val() == Phase::SearchCheck);
-        self.begin_r.d.next = self.next.val() == Phase::Begin;
-        self.emit_show_r.d.next = self.next.val() == Phase::EmitShow;
-        self.load_target_r.d.next = self.next.val() == Phase::Plan4;
-        self.search_init_r.d.next = self.next.val() == Phase::SearchInit;
-        self.search_check_r.d.next = self.next.val() == Phase::SearchCheck;
-        self.update1_r.d.next = self.next.val() == Phase::SearchUpdate1;
-        self.update2_r.d.next = self.next.val() == Phase::SearchUpdate2;
-        self.plan1_r.d.next = self.next.val() == Phase::Plan1;
-        self.plan2_r.d.next = self.next.val() == Phase::Plan2;
-        self.plan3_r.d.next = self.next.val() == Phase::Plan3;
-        self.final_start_r.d.next = self.next.val() == Phase::FinalStart;
-        self.emit_start_r.d.next = self.next.val() == Phase::EmitStart;
+        // The engine's copies of the state.
+        self.active_r.d.next = self.nx_active.val();
+        self.load_run_r.d.next = self.nx_load_run.val();
+        self.issue_r.d.next = self.nx_search_issue.val() | self.nx_final_issue.val();
+        self.final_issue_r.d.next = self.nx_final_issue.val();
+        self.restart_r.d.next =
+            !self.nx_active.val() | self.nx_search_check.val() | self.nx_final_start.val() | self.nx_emit_start.val();
+        self.reduce_r.d.next = self.nx_load_reduce.val() | self.nx_search_reduce.val();
+        self.clear_r.d.next = self.nx_begin.val() | self.nx_search_check.val();
+        self.begin_r.d.next = self.nx_begin.val();
+        self.emit_show_r.d.next = self.nx_emit_show.val();
+        self.load_target_r.d.next = self.nx_plan4.val();
+        self.search_init_r.d.next = self.nx_search_init.val();
+        self.search_check_r.d.next = self.nx_search_check.val();
+        self.update1_r.d.next = self.nx_update1.val();
+        self.update2_r.d.next = self.nx_update2.val();
+        self.plan1_r.d.next = self.nx_plan1.val();
+        self.plan2_r.d.next = self.nx_plan2.val();
+        self.plan3_r.d.next = self.nx_plan3.val();
+        self.final_start_r.d.next = self.nx_final_start.val();
+        self.emit_start_r.d.next = self.nx_emit_start.val();
 
         self.accept.next = self.taken.val();
         self.more_any.next = self.more_r.q.val();
@@ -578,5 +746,264 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.at_plan3.next = self.plan3_r.q.val();
         self.at_final_start.next = self.final_start_r.q.val();
         self.at_emit_start.next = self.emit_start_r.q.val();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The sequencer's inputs in one cycle.
+    #[derive(Clone, Copy, Debug)]
+    struct Inputs {
+        start: bool,
+        start_code: u64,
+        in_valid: bool,
+        out_ready: bool,
+        last_beat: bool,
+        more_a: bool,
+        more_b: bool,
+        refused: bool,
+        lane_errors: u64,
+    }
+
+    /// The FSM written the obvious way: an encoded state and one `match`, each
+    /// phase naming where it goes, and every registered decode an `==` on the next
+    /// state. The block's one-hot state must step exactly like it.
+    struct Model {
+        phase: Phase,
+        row: u64,
+        last_row: u64,
+        countdown: u64,
+        countdown_zero: bool,
+        row_last: bool,
+        more: bool,
+        stop: bool,
+        busy: bool,
+        done: bool,
+        error: u64,
+        cycles: u64,
+        /// The registered decodes, in the order of `decodes`.
+        at: [bool; 19],
+    }
+
+    const LANES: usize = 2;
+    const ROWS: u64 = 8;
+
+    /// The decodes of a state, in the order `Model::at` and `outputs` list them.
+    fn decodes(p: Phase) -> [bool; 19] {
+        use Phase::*;
+        [
+            p == Idle,
+            p == LoadRun,
+            p == SearchIssue || p == FinalIssue,
+            p == FinalIssue,
+            p == Idle || p == SearchCheck || p == FinalStart || p == EmitStart,
+            p == LoadReduce || p == SearchReduce,
+            p == Begin || p == SearchCheck,
+            p == Begin,
+            p == EmitShow,
+            p == Plan4,
+            p == SearchInit,
+            p == SearchCheck,
+            p == SearchUpdate1,
+            p == SearchUpdate2,
+            p == Plan1,
+            p == Plan2,
+            p == Plan3,
+            p == FinalStart,
+            p == EmitStart,
+        ]
+    }
+
+    fn outputs(s: &Sequencer<3>) -> [bool; 19] {
+        [
+            s.at_idle.val(),
+            s.at_load_run.val(),
+            s.at_issue.val(),
+            s.at_final_issue.val(),
+            s.at_restart.val(),
+            s.at_reduce.val(),
+            s.at_clear.val(),
+            s.at_begin.val(),
+            s.at_emit_show.val(),
+            s.at_load_target.val(),
+            s.at_search_init.val(),
+            s.at_search_check.val(),
+            s.at_update1.val(),
+            s.at_update2.val(),
+            s.at_plan1.val(),
+            s.at_plan2.val(),
+            s.at_plan3.val(),
+            s.at_final_start.val(),
+            s.at_emit_start.val(),
+        ]
+    }
+
+    impl Model {
+        fn new() -> Self {
+            Model {
+                phase: Phase::Idle,
+                row: 0,
+                last_row: 0,
+                countdown: 0,
+                countdown_zero: false,
+                row_last: false,
+                more: false,
+                stop: false,
+                busy: false,
+                done: false,
+                error: 0,
+                cycles: 0,
+                at: decodes(Phase::Idle),
+            }
+        }
+
+        fn accept(&self, i: &Inputs) -> bool {
+            self.phase == Phase::LoadRun && i.in_valid
+        }
+
+        /// One clock edge.
+        fn step(&mut self, i: &Inputs) {
+            use Phase::*;
+            let cz = self.countdown_zero;
+            let mut next = self.phase;
+            let mut countdown = self.countdown.saturating_sub(1);
+            let mut row = self.row;
+            let mut last_row = self.last_row;
+            let (load_wait, reduce_wait) = (LOAD_LATENCY as u64 - 1, LANES as u64);
+            let (search_wait, probe_wait) = (SEARCH_LATENCY as u64 - 2, PROBE_LATENCY as u64 - 2);
+            let final_wait = FINAL_LATENCY as u64 - 1;
+            let mut finish = false;
+            let mut error = self.error;
+            match self.phase {
+                Idle if i.start => next = Begin,
+                Idle => {}
+                Begin => {
+                    row = 0;
+                    next = if i.start_code != 0 { Idle } else { LoadRun };
+                    if i.start_code != 0 {
+                        error = i.start_code;
+                        finish = true;
+                    }
+                }
+                LoadRun if i.in_valid && i.last_beat => {
+                    (last_row, row, countdown, next) = (self.row, 0, load_wait, LoadDrain)
+                }
+                LoadRun if i.in_valid => row = self.row + 1,
+                LoadRun => {}
+                LoadDrain if cz => (countdown, next) = (reduce_wait, LoadReduce),
+                LoadReduce if cz => next = Plan1,
+                LoadDrain | LoadReduce => {}
+                Plan1 => next = Plan2,
+                Plan2 => next = Plan3,
+                Plan3 => next = Plan4,
+                Plan4 => {
+                    if i.refused {
+                        error = status::CAPACITY as u64;
+                    }
+                    if i.lane_errors != 0 {
+                        error = if i.lane_errors & 2 != 0 { status::CREDIT } else { status::DEMAND } as u64;
+                    }
+                    finish = self.stop;
+                    next = if self.stop { Idle } else { SearchInit };
+                }
+                SearchInit => (countdown, next) = (probe_wait, SearchWait),
+                SearchWait if cz => next = SearchCheck,
+                SearchWait => {}
+                SearchCheck => (row, next) = (0, if self.more { SearchIssue } else { FinalStart }),
+                SearchIssue if self.row_last => (row, countdown, next) = (0, search_wait, SearchDrain),
+                FinalIssue if self.row_last => (row, countdown, next) = (0, final_wait, FinalDrain),
+                SearchIssue | FinalIssue => row = self.row + 1,
+                SearchDrain if cz => (countdown, next) = (reduce_wait, SearchReduce),
+                SearchReduce if cz => next = SearchUpdate1,
+                SearchDrain | SearchReduce => {}
+                SearchUpdate1 => next = SearchUpdate2,
+                SearchUpdate2 => (countdown, next) = (probe_wait, SearchWait),
+                FinalStart => (countdown, next) = (1, FinalWait),
+                FinalWait if cz => next = FinalIssue,
+                FinalDrain if cz => next = EmitStart,
+                FinalWait | FinalDrain => {}
+                EmitStart => next = EmitWait,
+                EmitWait => next = EmitShow,
+                EmitShow if i.out_ready && self.row_last => (finish, next) = (true, Idle),
+                EmitShow if i.out_ready => (row, next) = (self.row + 1, EmitWait),
+                EmitShow => {}
+            }
+            if self.busy {
+                self.cycles += 1;
+            }
+            if self.phase == Idle && i.start {
+                (self.cycles, self.done, self.busy, error) = (1, false, true, 0);
+            }
+            if finish {
+                (self.done, self.busy) = (true, false);
+            }
+            self.error = error;
+            self.row_last = row % ROWS == self.last_row;
+            (self.phase, self.countdown, self.countdown_zero) = (next, countdown, countdown == 0);
+            (self.row, self.last_row) = (row % ROWS, last_row);
+            self.more = i.more_a || i.more_b;
+            self.stop = i.refused || i.lane_errors != 0;
+            self.at = decodes(next);
+        }
+    }
+
+    fn tick(s: &mut Sequencer<3>) {
+        s.clock.next = true.into();
+        assert!(simulate(s, 1000));
+        s.clock.next = false.into();
+        assert!(simulate(s, 1000));
+    }
+
+    /// The one-hot sequencer against the encoded model under random inputs, every
+    /// output in every cycle, until every phase has been visited many times.
+    #[test]
+    fn one_hot_state_steps_like_the_encoded_fsm() {
+        let mut rng = ChaCha8Rng::seed_from_u64(16);
+        let mut s = Sequencer::<3>::new(LANES);
+        s.connect_all();
+        let mut m = Model::new();
+        let mut visits = std::collections::HashMap::new();
+        for cycle in 0..60_000 {
+            let i = Inputs {
+                start: rng.gen_bool(0.5),
+                start_code: if rng.gen_bool(0.05) { rng.gen_range(1..16) } else { 0 },
+                in_valid: rng.gen_bool(0.7),
+                out_ready: rng.gen_bool(0.6),
+                last_beat: rng.gen_bool(0.2),
+                more_a: rng.gen_bool(0.3),
+                more_b: rng.gen_bool(0.3),
+                refused: rng.gen_bool(0.03),
+                lane_errors: if rng.gen_bool(0.03) { rng.gen_range(1..4) } else { 0 },
+            };
+            s.start.next = i.start;
+            s.start_code.next = i.start_code.into();
+            s.in_valid.next = i.in_valid;
+            s.out_ready.next = i.out_ready;
+            s.last_beat.next = i.last_beat;
+            s.more_a.next = i.more_a;
+            s.more_b.next = i.more_b;
+            s.refused.next = i.refused;
+            s.lane_errors.next = i.lane_errors.into();
+            assert!(simulate(&mut s, 1000));
+            let ctx = format!("cycle {cycle}, {:?}, inputs {i:?}", m.phase);
+            assert_eq!(s.accept.val(), m.accept(&i), "accept: {ctx}");
+            tick(&mut s);
+            m.step(&i);
+            *visits.entry(format!("{:?}", m.phase)).or_insert(0u32) += 1;
+            assert_eq!(s.phase.q.val(), m.phase, "phase: {ctx}");
+            assert_eq!(outputs(&s), m.at, "decodes: {ctx}");
+            assert_eq!(s.more_any.val(), m.more, "more_any: {ctx}");
+            assert_eq!(s.busy.val(), m.busy, "busy: {ctx}");
+            assert_eq!(s.done.val(), m.done, "done: {ctx}");
+            assert_eq!(s.error.val().to_u64(), m.error, "error: {ctx}");
+            assert_eq!(s.cycles.val().to_u64(), m.cycles, "cycles: {ctx}");
+        }
+        // Every one of the 24 phases, each often enough that its exits were taken.
+        assert_eq!(visits.len(), 24, "phases visited: {visits:?}");
+        assert!(visits.values().all(|&v| v >= 100), "phases visited: {visits:?}");
     }
 }
