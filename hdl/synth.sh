@@ -171,10 +171,10 @@ ecp5_shape() {
   for reg in mode_l phase_l shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid 'borrower2$?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
-  # The sequencer's one-hot state drives its next-state logic; the engine reads copies
-  # of it (`*_r`), which would otherwise be merged back into the state bits and pull
-  # them, and the next-state logic with them, toward the lanes.
-  copies="$copies *\$sequencer\$*_r/t:\$dff"
+  # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine
+  # reads copies of it (`*_r`), which would otherwise be merged with the state bits
+  # and pull them, and the next-state logic with them, toward the lanes.
+  copies="$copies *\$sequencer\$is_*/t:\$dff *\$sequencer\$*_r/t:\$dff"
   local script="read_verilog $src; hierarchy -top top; proc; setattr -set keep 1$copies"
   script="$script; setattr -mod -set keep_hierarchy 1 $blocks"
   script="$script; synth_ecp5 -abc9 -top top"
