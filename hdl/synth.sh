@@ -19,7 +19,8 @@
 #   hdl/synth.sh         both.
 #
 # Each part rewrites only its own section of hdl/SYNTHESIS.md. An ECP5 run keeps its
-# logs and a record of what ran in $CARGO_TARGET_DIR/ecp5 (logs/, runs/), and the ECP5
+# logs (with nextpnr's timing report, every net's routed delay in logs/*.timing.json)
+# and a record of what ran in $CARGO_TARGET_DIR/ecp5 (logs/, runs/), and the ECP5
 # section has one row per run recorded there, made from its logs, so shapes can be run
 # one at a time (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only
 # rewrites the section); a run replaces the earlier one of its shape, speed grade and seed.
@@ -203,7 +204,8 @@ ecp5_shape() {
   echo "$run: nextpnr-ecp5 --speed $speed --seed $SEED --router $ROUTER ..." >&2
   local code=0
   timeout "$PNR_TIMEOUT" "$nextpnr_ecp5" --85k --package CABGA381 --out-of-context --speed "$speed" \
-    --json "$json" --freq "$TARGET_MHZ" --timing-allow-fail --seed "$SEED" --router "$ROUTER" > "$plog" 2>&1 || code=$?
+    --json "$json" --freq "$TARGET_MHZ" --timing-allow-fail --seed "$SEED" --router "$ROUTER" \
+    --report "$ecp5_dir/logs/$run.timing.json" --detailed-timing-report > "$plog" 2>&1 || code=$?
   # What ran; the row is made from this and the logs (see ecp5_row).
   mkdir -p "$ecp5_dir/runs"
   echo "$top $users $lanes $speed $SEED $code $PNR_TIMEOUT $hash $design $ROUTER" > "$ecp5_dir/runs/$run.meta"
