@@ -176,7 +176,13 @@ ecp5_shape() {
   # reads copies of it (`*_r`), which would otherwise be merged with the state bits
   # and pull them, and the next-state logic with them, toward the lanes.
   copies="$copies *\$sequencer\$is_*/t:\$dff *\$sequencer\$*_r/t:\$dff"
-  local script="read_verilog $src; hierarchy -top top; proc; setattr -set keep 1$copies"
+  # No row of a bank is read in the cycle the other port writes it, where the read
+  # matters (the Verilator co-simulation checks this: hdl/tests/verilator.rs makes
+  # such a read return garbage), so the banks are `no_rw_check`: Yosys maps each to a
+  # DP16KD alone, without the registered bypass that would return the old word (48
+  # LUT4 and 73 flip-flops per bank, and a LUT on every read path).
+  local script="read_verilog $src; hierarchy -top top; proc; setattr -set no_rw_check 1 m:*"
+  script="$script; setattr -set keep 1$copies"
   script="$script; setattr -mod -set keep_hierarchy 1 $blocks"
   script="$script; synth_ecp5 -abc9 -top top"
   local hash
