@@ -169,7 +169,7 @@ ecp5_shape() {
   # copies back into one (80a0eba: lane 5's mode register fed lane 7 through 4.2 ns of
   # routing), so they carry `keep`.
   local copies="" reg
-  for reg in mode_l phase_l shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid 'borrower2$?'; do
+  for reg in busy_l mode_l phase_l shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid 'borrower2$?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine

@@ -47,16 +47,17 @@ pub use fairshare_abi::status as error_code;
 /// - `k (R + SEARCH_LATENCY + p + 2 + PROBE_LATENCY)`: per pass the rows, the drain,
 ///   the reduction, the narrowing, the next probes and the check;
 /// - `3 + R + FINAL_LATENCY`: FINAL;
-/// - `1 + 2R`: results out, a row every two cycles.
+/// - `2 + 2R`: results out, a row every two cycles, and the cycle that closes the
+///   quantum (the lanes' copies of `busy` fall with it).
 ///
-/// With the constants of this build: `4R + p + 37 + k (R + p + 11)`.
+/// With the constants of this build: `4R + p + 38 + k (R + p + 11)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
     let load = 2 + r + 1 + LOAD_LATENCY + p;
     let first = 4 + 1 + PROBE_LATENCY;
     let passes = k * (r + SEARCH_LATENCY + p + 2 + PROBE_LATENCY);
     let fin = 3 + r + FINAL_LATENCY;
-    load + first + passes + fin + 1 + 2 * r
+    load + first + passes + fin + 2 + 2 * r
 }
 
 /// The engine's phases, stepped by its [`Sequencer`].
@@ -67,7 +68,7 @@ pub use crate::sequencer::Phase;
 pub struct Engine<const P: usize, const A: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Pulse to compute one quantum (ignored unless idle).
+    /// Pulse to compute one quantum (ignored while `busy`).
     pub start: Signal<In, Bit>,
     /// Mode: 0 Karma, 1 max-min, 2 strict.
     pub mode: Signal<In, Bits<2>>,
@@ -99,14 +100,14 @@ pub struct Engine<const P: usize, const A: usize> {
     pub credit_wdata: [Signal<In, Bits<32>>; P],
     /// Credit port: balances of the row (one cycle after `credit_row`).
     pub credit_rdata: [Signal<Out, Bits<32>>; P],
-    /// A quantum is in progress (from the cycle after `start`; one cycle for a quantum
-    /// refused for its settings).
+    /// A quantum is in progress: from the cycle after `start` to the cycle after its
+    /// last result is taken (two cycles for a quantum refused for its settings).
     pub busy: Signal<Out, Bit>,
     /// The last quantum finished (successfully or with `error`); cleared by `start`.
     pub done: Signal<Out, Bit>,
     /// Error code of the last quantum (see [`error_code`]).
     pub error: Signal<Out, Bits<4>>,
-    /// Cycles from `start` to the end of the last quantum (2 for one refused for its
+    /// Cycles from `start` to the end of the last quantum (3 for one refused for its
     /// settings).
     pub cycles: Signal<Out, Bits<32>>,
     lanes: [EngineLane<A>; P],
@@ -167,7 +168,6 @@ pub struct Engine<const P: usize, const A: usize> {
     rest_b_low: DFF<Bits<6>>,
     search_a: SearchUnit,
     search_b: SearchUnit,
-    idle: Signal<Local, Bit>,
     accept: Signal<Local, Bit>,
     step: Signal<Local, Bit>,
     reducing: Signal<Local, Bit>,
@@ -289,7 +289,6 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             rest_b_low: Default::default(),
             search_a: Default::default(),
             search_b: Default::default(),
-            idle: Default::default(),
             accept: Default::default(),
             step: Default::default(),
             reducing: Default::default(),
@@ -394,7 +393,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // `busy` is a register of its own, set and cleared with the state's moves out of
         // and into Idle: an output with no path from `start` (a shell may decide
         // `start` from `busy`).
-        self.idle.next = !self.sequencer.busy.val();
         // A demand beat is taken; it enters the lanes in the next cycle, from the beat
         // registers, so that `step` is two flip-flops and one LUT away from every lane.
         self.accept.next = self.sequencer.accept.val();
@@ -596,7 +594,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].fair.next = self.cfg_fair.q.val();
             self.lanes[i].guaranteed.next = self.cfg_guaranteed.q.val();
             self.lanes[i].free.next = self.free.q.val();
-            self.lanes[i].idle.next = self.idle.val();
+            self.lanes[i].start.next = self.start.val();
+            self.lanes[i].active.next = !self.sequencer.at_idle.val();
             self.lanes[i].credit_row.next = self.credit_row.val();
             self.lanes[i].credit_write.next = self.credit_write.val();
             self.lanes[i].host_credit.next = self.credit_wdata[i].val();

@@ -67,8 +67,14 @@ pub struct EngineLane<const A: usize> {
     pub guaranteed: Signal<In, Bits<32>>,
     /// Free credits per quantum, `f - g`; held for the quantum.
     pub free: Signal<In, Bits<32>>,
-    /// The engine is idle: the credit port owns the credit bank.
-    pub idle: Signal<In, Bit>,
+    /// The engine's `start` and whether its sequencer is past Idle (its registered
+    /// `at_idle`, inverted): the lane keeps its own copy of the engine's `busy` from
+    /// them by the sequencer's recurrence, `busy' = (!busy & start) | active`, so that
+    /// no one register drives every lane's credit port. While not busy, the credit
+    /// port owns the credit bank.
+    pub start: Signal<In, Bit>,
+    /// See `start`.
+    pub active: Signal<In, Bit>,
     /// Credit port: row read (data one cycle later) and written.
     pub credit_row: Signal<In, Bits<A>>,
     /// Credit port: write `host_credit` to the row.
@@ -166,9 +172,10 @@ pub struct EngineLane<const A: usize> {
     row_ctr: DFF<Bits<A>>,
     wr_ctr: DFF<Bits<A>>,
     valid: DFF<Bits<16>>,
-    // The lane's own copies of the engine's settings, probes and row controls: every
+    // The lane's own copies of the engine's busy, settings, probes and row controls: every
     // lane registers them so that no engine register drives all the lanes (hdl/synth.sh
     // keeps these registers by name, and `borrower2`, or Yosys would merge the copies).
+    busy_l: DFF<Bit>,
     mode_l: DFF<Bits<2>>,
     shift_l: DFF<Bit>,
     phase_l: DFF<Bits<2>>,
@@ -305,7 +312,8 @@ impl<const A: usize> EngineLane<A> {
             fair: Default::default(),
             guaranteed: Default::default(),
             free: Default::default(),
-            idle: Default::default(),
+            start: Default::default(),
+            active: Default::default(),
             credit_row: Default::default(),
             credit_write: Default::default(),
             host_credit: Default::default(),
@@ -356,6 +364,7 @@ impl<const A: usize> EngineLane<A> {
             row_ctr: Default::default(),
             wr_ctr: Default::default(),
             valid: Default::default(),
+            busy_l: Default::default(),
             mode_l: Default::default(),
             shift_l: Default::default(),
             phase_l: Default::default(),
@@ -444,10 +453,10 @@ impl<const A: usize> Logic for EngineLane<A> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, row_ctr, wr_ctr, valid, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand, ok1, cr2, st2,
-            rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, rn3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4,
-            borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nk6, nfs6, end6, rnz6,
-            alloc_f, credit_f, ok_f, err
+            self, clock, row_ctr, wr_ctr, valid, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand, ok1,
+            cr2, st2, rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, rn3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4,
+            bs4, kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nk6, nfs6, end6,
+            rnz6, alloc_f, credit_f, ok_f, err
         );
         self.credit_ram.read_clock.next = self.clock.val();
         self.credit_ram.write_clock.next = self.clock.val();
@@ -482,6 +491,8 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.nfirst_b.clock.next = self.clock.val();
         self.end_b.clock.next = self.clock.val();
 
+        // The lane's copy of the engine's `busy` (see `start`).
+        self.busy_l.d.next = (!self.busy_l.q.val() & self.start.val()) | self.active.val();
         // Local copies of the quantum's settings and the probes (few loads per register).
         self.mode_l.d.next = self.mode.val();
         self.phase_l.d.next = self.phase.val();
@@ -517,7 +528,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         // Banks: read at the row counter (the credit bank at `credit_row` while idle),
         // written at the write counter.
         self.credit_ram.read_address.next = self.row_ctr.q.val();
-        if self.idle.val() {
+        if !self.busy_l.q.val() {
             self.credit_ram.read_address.next = self.credit_row.val();
         }
         self.start_ram.read_address.next = self.row_ctr.q.val();
@@ -764,7 +775,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.credit_ram.write_address.next = self.wr_ctr.q.val();
         self.credit_ram.write_data.next = self.credit_f.q.val();
         self.credit_ram.write_enable.next = self.final_write.val() & self.ok_f.q.val();
-        if self.idle.val() {
+        if !self.busy_l.q.val() {
             self.credit_ram.write_address.next = self.credit_row.val();
             self.credit_ram.write_data.next = self.host_credit.val();
             self.credit_ram.write_enable.next = self.credit_write.val();

@@ -36,7 +36,7 @@ pub enum Phase {
     /// Waiting for `start`; the credit port is live.
     Idle,
     /// Acts on the check of the settings made with `start` (`start_code`): refuses
-    /// the quantum (`done` with `error`, one cycle of `busy`) or starts LOAD.
+    /// the quantum (`done` with `error`, two cycles of `busy`) or starts LOAD.
     Begin,
     /// Taking demand beats, one row per cycle.
     LoadRun,
@@ -89,7 +89,7 @@ pub enum Phase {
 pub struct Sequencer<const A: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Pulse to compute one quantum (taken in Idle).
+    /// Pulse to compute one quantum (taken when not `busy`).
     pub start: Signal<In, Bit>,
     /// The check of the settings taken with `start` (0: good), read in Begin.
     pub start_code: Signal<In, Bits<4>>,
@@ -114,7 +114,8 @@ pub struct Sequencer<const A: usize> {
     /// SearchCheck: the search units' `more` is valid two cycles after an interval
     /// changes, this flag three, SearchCheck comes after four).
     pub more_any: Signal<Out, Bit>,
-    /// A quantum is in progress (see the engine's `busy`).
+    /// A quantum is in progress, until the cycle after the state returns to Idle (see
+    /// the engine's `busy`).
     pub busy: Signal<Out, Bit>,
     /// The last quantum finished; cleared by `start`.
     pub done: Signal<Out, Bit>,
@@ -478,10 +479,10 @@ impl<const A: usize> Logic for Sequencer<A> {
             cycles_r
         );
         self.taken.next = self.is_load_run.q.val() & self.in_valid.val();
-        // The status's events, on the state bits beside them: Idle takes `start`,
+        // The status's events, on the state bits beside them: `start` while not busy,
         // Begin refuses bad settings, Plan4 stops a refused or bad quantum, EmitShow
         // hands over the last row.
-        self.idle_start.next = !self.is_active.q.val() & self.start.val();
+        self.idle_start.next = !self.busy_r.q.val() & self.start.val();
         self.refuse.next = self.is_begin.q.val() & (self.start_code.val() != 0);
         self.finish.next = self.refuse.val()
             | (self.is_plan4.q.val() & self.stop_r.q.val())
@@ -570,14 +571,21 @@ impl<const A: usize> Logic for Sequencer<A> {
             self.last_row.d.next = self.row.q.val();
         }
 
+        // `busy` follows the state a cycle late as it ends: the quantum closes in the
+        // cycle after `finish` (busy, the state Idle), so that each lane's copy of
+        // `busy`, kept by the same recurrence from registered `at_idle` and `start`
+        // (see the engine), falls with it. `start` is ignored while busy.
+        self.busy_r.d.next = self.idle_start.val() | self.is_active.q.val();
         if self.busy_r.q.val() {
             self.cycles_r.d.next = self.cycles_r.q.val() + 1;
+        }
+        if self.busy_r.q.val() & !self.is_active.q.val() {
+            self.done_r.d.next = true;
         }
         if self.idle_start.val() {
             self.cycles_r.d.next = 1.into();
             self.done_r.d.next = false;
             self.error_r.d.next = 0.into();
-            self.busy_r.d.next = true;
         }
         if self.refuse.val() {
             self.error_r.d.next = self.start_code.val();
@@ -592,10 +600,6 @@ impl<const A: usize> Logic for Sequencer<A> {
                     self.error_r.d.next = self.code_credit.val();
                 }
             }
-        }
-        if self.finish.val() {
-            self.done_r.d.next = true;
-            self.busy_r.d.next = false;
         }
         self.is_active.d.next = self.nx_active.val();
         self.is_begin.d.next = self.nx_begin.val();
@@ -782,6 +786,8 @@ mod tests {
         more: bool,
         stop: bool,
         busy: bool,
+        /// The cycle after the quantum ends: still busy, the state Idle.
+        closing: bool,
         done: bool,
         error: u64,
         cycles: u64,
@@ -854,6 +860,7 @@ mod tests {
                 more: false,
                 stop: false,
                 busy: false,
+                closing: false,
                 done: false,
                 error: 0,
                 cycles: 0,
@@ -879,7 +886,7 @@ mod tests {
             let mut finish = false;
             let mut error = self.error;
             match self.phase {
-                Idle if i.start => next = Begin,
+                Idle if i.start && !self.busy => next = Begin,
                 Idle => {}
                 Begin => {
                     row = 0;
@@ -932,14 +939,16 @@ mod tests {
                 EmitShow if i.out_ready => (row, next) = (self.row + 1, EmitWait),
                 EmitShow => {}
             }
-            if self.busy {
+            let was_busy = self.busy;
+            if was_busy {
                 self.cycles += 1;
             }
-            if self.phase == Idle && i.start {
-                (self.cycles, self.done, self.busy, error) = (1, false, true, 0);
-            }
-            if finish {
+            if self.closing {
                 (self.done, self.busy) = (true, false);
+            }
+            self.closing = finish;
+            if !was_busy && i.start {
+                (self.cycles, self.done, self.busy, error) = (1, false, true, 0);
             }
             self.error = error;
             self.row_last = row % ROWS == self.last_row;
@@ -967,6 +976,7 @@ mod tests {
         s.connect_all();
         let mut m = Model::new();
         let mut visits = std::collections::HashMap::new();
+        let mut lane_busy = false;
         for cycle in 0..60_000 {
             let i = Inputs {
                 start: rng.gen_bool(0.5),
@@ -991,6 +1001,8 @@ mod tests {
             assert!(simulate(&mut s, 1000));
             let ctx = format!("cycle {cycle}, {:?}, inputs {i:?}", m.phase);
             assert_eq!(s.accept.val(), m.accept(&i), "accept: {ctx}");
+            // A lane's copy of `busy`, from `start` and the registered `at_idle`.
+            lane_busy = (!lane_busy & i.start) | !s.at_idle.val();
             tick(&mut s);
             m.step(&i);
             *visits.entry(format!("{:?}", m.phase)).or_insert(0u32) += 1;
@@ -998,6 +1010,7 @@ mod tests {
             assert_eq!(outputs(&s), m.at, "decodes: {ctx}");
             assert_eq!(s.more_any.val(), m.more, "more_any: {ctx}");
             assert_eq!(s.busy.val(), m.busy, "busy: {ctx}");
+            assert_eq!(lane_busy, m.busy, "a lane's copy of busy: {ctx}");
             assert_eq!(s.done.val(), m.done, "done: {ctx}");
             assert_eq!(s.error.val().to_u64(), m.error, "error: {ctx}");
             assert_eq!(s.cycles.val().to_u64(), m.cycles, "cycles: {ctx}");
