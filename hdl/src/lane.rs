@@ -236,16 +236,23 @@ pub struct EngineLane<const A: usize> {
     ne5: DFF<Bits<2>>,
     ok5: DFF<Bit>,
     // Stage 6 (LOAD): key ranges.
-    nk6: DFF<Bits<2>>,
     nfs6: DFF<Bits<32>>,
     end6: DFF<Bits<32>>,
-    rnz6: DFF<Bit>,
+    /// The row's run extends search A's key ranges (`take_b6`: B's), decided from
+    /// stage 5 so that the maximums' enables are a compare after a flip-flop.
+    take_a6: DFF<Bit>,
+    take_b6: DFF<Bit>,
     // FINAL: results without the tie-break slice, delayed until `grant`.
     al_d: [DFF<Bits<32>>; DELAY],
     cd_d: [DFF<Bits<32>>; DELAY],
     /// Bit 0 a grant adds to the allocation, 1 to the credits, 2 takes from the
     /// credits, 3 the user exists.
     fl_d: [DFF<Bits<4>>; DELAY],
+    /// The last delay stage's allocation plus one and credits plus and minus one,
+    /// computed beside it, so that `grant` only selects (no carry chain after it).
+    al_up: DFF<Bits<32>>,
+    cd_up: DFF<Bits<32>>,
+    cd_dn: DFF<Bits<32>>,
     alloc_f: DFF<Bits<32>>,
     credit_f: DFF<Bits<32>>,
     ok_f: DFF<Bit>,
@@ -261,7 +268,6 @@ pub struct EngineLane<const A: usize> {
     /// LOAD's writes and sums, LOAD's key ranges and FINAL's writes.
     search_bit: Constant<Bits<16>>,
     load_bit: Constant<Bits<16>>,
-    range_bit: Constant<Bits<16>>,
     final_bit: Constant<Bits<16>>,
     mode_karma: Constant<Bits<2>>,
     mode_maxmin: Constant<Bits<2>>,
@@ -279,11 +285,8 @@ pub struct EngineLane<const A: usize> {
     reach3: Signal<Local, Bits<32>>,
     credit_error: Signal<Local, Bit>,
     search_row: Signal<Local, Bit>,
-    range_row: Signal<Local, Bit>,
     load_write: Signal<Local, Bit>,
     final_write: Signal<Local, Bit>,
-    range_a: Signal<Local, Bit>,
-    range_b: Signal<Local, Bit>,
 }
 
 impl<const A: usize> Default for EngineLane<A> {
@@ -299,7 +302,6 @@ impl<const A: usize> EngineLane<A> {
         EngineLane {
             search_bit: Constant::new(Bits::<16>::from(1u64 << (SEARCH_LATENCY - 1))),
             load_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_LATENCY - 2))),
-            range_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_LATENCY - 1))),
             final_bit: Constant::new(Bits::<16>::from(1u64 << (FINAL_LATENCY - 1))),
             mode_karma: Constant::new(Bits::<2>::from(mode::KARMA as u64)),
             mode_maxmin: Constant::new(Bits::<2>::from(mode::MAXMIN as u64)),
@@ -410,13 +412,16 @@ impl<const A: usize> EngineLane<A> {
             nb5: Default::default(),
             ne5: Default::default(),
             ok5: Default::default(),
-            nk6: Default::default(),
             nfs6: Default::default(),
             end6: Default::default(),
-            rnz6: Default::default(),
+            take_a6: Default::default(),
+            take_b6: Default::default(),
             al_d: array_init::array_init(|_| Default::default()),
             cd_d: array_init::array_init(|_| Default::default()),
             fl_d: array_init::array_init(|_| Default::default()),
+            al_up: Default::default(),
+            cd_up: Default::default(),
+            cd_dn: Default::default(),
             alloc_f: Default::default(),
             credit_f: Default::default(),
             ok_f: Default::default(),
@@ -440,11 +445,8 @@ impl<const A: usize> EngineLane<A> {
             reach3: Default::default(),
             credit_error: Default::default(),
             search_row: Default::default(),
-            range_row: Default::default(),
             load_write: Default::default(),
             final_write: Default::default(),
-            range_a: Default::default(),
-            range_b: Default::default(),
         }
     }
 }
@@ -455,8 +457,8 @@ impl<const A: usize> Logic for EngineLane<A> {
         dff_setup!(
             self, clock, row_ctr, wr_ctr, valid, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand, ok1,
             cr2, st2, rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, rn3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4,
-            bs4, kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nk6, nfs6, end6,
-            rnz6, alloc_f, credit_f, ok_f, err
+            bs4, kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nfs6, end6,
+            take_a6, take_b6, al_up, cd_up, cd_dn, alloc_f, credit_f, ok_f, err
         );
         self.credit_ram.read_clock.next = self.clock.val();
         self.credit_ram.write_clock.next = self.clock.val();
@@ -705,21 +707,19 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.err.d.next = self.err.q.val() | self.ne5.q.val();
         }
         self.err_out.next = self.err.q.val();
-        self.nk6.d.next = self.nk5.q.val();
         self.nfs6.d.next = !self.ns5.q.val();
         self.end6.d.next = self.ns5.q.val() + self.nr5.q.val();
-        self.rnz6.d.next = self.nr5.q.val() != 0;
-        self.range_row.next = self.load.val() & ((self.valid.q.val() & self.range_bit.val()) != 0);
-        self.range_a.next = self.range_row.val() & (self.nk6.q.val() == 1) & self.rnz6.q.val();
-        self.range_b.next = self.range_row.val() & (self.nk6.q.val() == 2) & self.rnz6.q.val();
+        // A LOAD row in stage 5 (`load_write`) with a run of A (kind 1) or B (kind 2).
+        self.take_a6.d.next = self.load_write.val() & (self.nk5.q.val() == 1) & (self.nr5.q.val() != 0);
+        self.take_b6.d.next = self.load_write.val() & (self.nk5.q.val() == 2) & (self.nr5.q.val() != 0);
         self.nfirst_a.x.next = self.nfs6.q.val();
         self.end_a.x.next = self.end6.q.val();
         self.nfirst_b.x.next = self.nfs6.q.val();
         self.end_b.x.next = self.end6.q.val();
-        self.nfirst_a.take.next = self.range_a.val();
-        self.end_a.take.next = self.range_a.val();
-        self.nfirst_b.take.next = self.range_b.val();
-        self.end_b.take.next = self.range_b.val();
+        self.nfirst_a.take.next = self.take_a6.q.val();
+        self.end_a.take.next = self.take_a6.q.val();
+        self.nfirst_b.take.next = self.take_b6.q.val();
+        self.end_b.take.next = self.take_b6.q.val();
         self.nfirst_a.shift.next = self.shift_l.q.val();
         self.end_a.shift.next = self.shift_l.q.val();
         self.nfirst_b.shift.next = self.shift_l.q.val();
@@ -736,16 +736,19 @@ impl<const A: usize> Logic for EngineLane<A> {
         // FINAL, cycle GRANT_CYCLE: the tie-break slice (the loop only names the last
         // element of the delay line).
         for k in (DELAY - 1)..DELAY {
+            self.al_up.d.next = self.al_d[k - 1].q.val() + 1;
+            self.cd_up.d.next = self.cd_d[k - 1].q.val() + 1;
+            self.cd_dn.d.next = self.cd_d[k - 1].q.val() - 1;
             self.alloc_f.d.next = self.al_d[k].q.val();
             if self.grant.val() & self.fl_d[k].q.val().get_bit(0) {
-                self.alloc_f.d.next = self.al_d[k].q.val() + 1;
+                self.alloc_f.d.next = self.al_up.q.val();
             }
             self.credit_f.d.next = self.cd_d[k].q.val();
             if self.grant.val() & self.fl_d[k].q.val().get_bit(1) {
-                self.credit_f.d.next = self.cd_d[k].q.val() + 1;
+                self.credit_f.d.next = self.cd_up.q.val();
             }
             if self.grant.val() & self.fl_d[k].q.val().get_bit(2) {
-                self.credit_f.d.next = self.cd_d[k].q.val() - 1;
+                self.credit_f.d.next = self.cd_dn.q.val();
             }
             self.ok_f.d.next = self.fl_d[k].q.val().get_bit(3);
         }
