@@ -60,6 +60,18 @@ pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     load + first + passes + fin + 2 + 2 * r
 }
 
+/// The reciprocal that divides a user count below 2^16 by `p` (the quantum's last
+/// row is `(n - 1) / p`): `(m_lo, m_hi, shift)` with `x / p = ((x * m_lo >> 16) +
+/// x * m_hi) >> shift` for every `x < 2^16`, where `m_hi * 2^16 + m_lo` is
+/// `ceil(2^(16 + l) / p)`, `l = ceil(log2 p)` and `shift = l` (the multiplier is exact
+/// for 16-bit numerators; for a power of two it is `2^16`, a shift). Checked for every
+/// `x` and `p` up to 32 by the test beside it.
+pub fn row_divider(p: usize) -> (u64, u64, u64) {
+    let l = usize::BITS - (p - 1).leading_zeros();
+    let m = ((1u64 << (16 + l)) + p as u64 - 1) / p as u64;
+    (m & 0xFFFF, m >> 16, l as u64)
+}
+
 /// The engine's phases, stepped by its [`Sequencer`].
 pub use crate::sequencer::Phase;
 
@@ -126,7 +138,8 @@ pub struct Engine<const P: usize, const A: usize> {
     lane_phase: DFF<Bits<2>>,
     final_mode: DFF<Bit>,
     left: DFF<Bits<32>>,
-    last_beat: DFF<Bit>,
+    /// The quantum's last row, `ceil(n / P) - 1`, taken with the settings.
+    cfg_last_row: DFF<Bits<A>>,
     /// The check of the settings taken with `start` (0 if they are good), made in
     /// Idle, acted on in Begin.
     start_code: DFF<Bits<4>>,
@@ -188,7 +201,17 @@ pub struct Engine<const P: usize, const A: usize> {
     n_max: Constant<Bits<32>>,
     lane_index: [Constant<Bits<32>>; P],
     lane_count: Constant<Bits<32>>,
-    two_rows: Constant<Bits<32>>,
+    /// `(n - 1) / P` as a multiplication by a reciprocal (see [`row_divider`]).
+    recip_lo: Constant<Bits<16>>,
+    /// See `recip_lo`.
+    recip_hi: Constant<Bits<16>>,
+    /// See `recip_lo`.
+    recip_shift: Constant<Bits<32>>,
+    n_m1: Signal<Local, Bits<32>>,
+    users_m1: Signal<Local, Bits<16>>,
+    last_row: Signal<Local, Bits<32>>,
+    div_lo: Signal<Local, Bits<32>>,
+    div_hi: Signal<Local, Bits<32>>,
     max: Constant<Bits<32>>,
     limit: Constant<Bits<32>>,
     mode_karma: Constant<Bits<2>>,
@@ -256,7 +279,7 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             lane_phase: Default::default(),
             final_mode: Default::default(),
             left: Default::default(),
-            last_beat: Default::default(),
+            cfg_last_row: Default::default(),
             start_code: Default::default(),
             cap_lo: Default::default(),
             cap_hi: Default::default(),
@@ -312,7 +335,14 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             n_max: Constant::new(Bits::<32>::from(Self::MAX_USERS as u64)),
             lane_index: array_init::array_init(|i| Constant::new(Bits::<32>::from(i as u64))),
             lane_count: Constant::new(Bits::<32>::from(P as u64)),
-            two_rows: Constant::new(Bits::<32>::from(2 * P as u64)),
+            recip_lo: Constant::new(Bits::<16>::from(row_divider(P).0)),
+            recip_hi: Constant::new(Bits::<16>::from(row_divider(P).1)),
+            recip_shift: Constant::new(Bits::<32>::from(row_divider(P).2)),
+            n_m1: Default::default(),
+            users_m1: Default::default(),
+            last_row: Default::default(),
+            div_lo: Default::default(),
+            div_hi: Default::default(),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
             limit: Constant::new(Bits::<32>::from(abi::WORD_LIMIT)),
             mode_karma: Constant::new(Bits::<2>::from(abi::mode::KARMA as u64)),
@@ -345,7 +375,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             lane_phase,
             final_mode,
             left,
-            last_beat,
+            cfg_last_row,
             start_code,
             n16,
             fair_lo,
@@ -395,7 +425,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // `start` from `busy`).
         // A demand beat is taken; it enters the lanes in the next cycle, from the beat
         // registers, so that `step` is two flip-flops and one LUT away from every lane.
-        self.accept.next = self.sequencer.accept.val();
+        // The demand stream's handshake, on the sequencer's registered copy of LoadRun.
+        self.accept.next = self.sequencer.at_load_run.val() & self.in_valid.val();
         self.beat_valid.d.next = self.accept.val();
         for i in 0..P {
             self.beat_data[i].d.next = self.in_data[i].val();
@@ -660,7 +691,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.sequencer.start_code.next = self.start_code.q.val();
         self.sequencer.in_valid.next = self.in_valid.val();
         self.sequencer.out_ready.next = self.out_ready.val();
-        self.sequencer.last_beat.next = self.last_beat.q.val();
+        self.sequencer.last_row_in.next = self.cfg_last_row.q.val();
         self.sequencer.more_a.next = self.search_a.more.val();
         self.sequencer.more_b.next = self.search_b.more.val();
         self.sequencer.refused.next = self.refused.q.val();
@@ -670,9 +701,17 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // The settings are taken and checked into `start_code` (from the inputs) in
         // every idle cycle, so that those of the cycle with `start` are kept; Begin acts
         // on the check. `start` reaches only the sequencer.
+        // The quantum's last row, (n - 1) / P (see `row_divider`).
+        // (Locals between: RustHDL's Verilog cannot slice an expression.)
+        self.n_m1.next = self.n_users.val() - 1;
+        self.users_m1.next = self.n_m1.val().get_bits::<16>(0);
+        self.div_lo.next = self.users_m1.val() * self.recip_lo.val();
+        self.div_hi.next = self.users_m1.val() * self.recip_hi.val();
+        self.last_row.next = ((self.div_lo.val() >> 16) + self.div_hi.val()) >> self.recip_shift.val();
         if self.sequencer.at_idle.val() {
             self.cfg_mode.d.next = self.mode.val();
             self.cfg_n.d.next = self.n_users.val();
+            self.cfg_last_row.d.next = self.last_row.val().get_bits::<A>(0);
             self.cfg_fair.d.next = self.fair.val();
             self.cfg_guaranteed.d.next = self.guaranteed.val();
             self.start_code.d.next = 0.into();
@@ -690,7 +729,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // of the state here would be one LUT serving registers all over the die).
         if self.sequencer.at_begin.val() {
             self.left.d.next = self.cfg_n.q.val();
-            self.last_beat.d.next = self.cfg_n.q.val() <= self.lane_count.val();
             self.lane_errors.d.next = 0.into();
             self.lane_phase.d.next = self.phase_load.val();
             self.final_mode.d.next = false;
@@ -698,7 +736,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // A beat is taken only in LoadRun.
         if self.accept.val() {
             self.left.d.next = self.left.q.val() - self.lane_count.val();
-            self.last_beat.d.next = self.left.q.val() <= self.two_rows.val();
         }
         if self.sequencer.at_plan1.val() {
             self.total_a.d.next = self.sum_a[0].q.val();
@@ -731,6 +768,24 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         if self.sequencer.at_emit_start.val() {
             self.lane_phase.d.next = self.phase_emit.val();
             self.final_mode.d.next = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::row_divider;
+
+    /// The reciprocal against integer division, for every 16-bit numerator and every
+    /// lane count an engine can have.
+    #[test]
+    fn row_divider_divides_exactly() {
+        for p in 1..=32usize {
+            let (lo, hi, shift) = row_divider(p);
+            assert!(lo < 1 << 16 && hi < 1 << 16, "p = {p}: {lo} {hi}");
+            for x in 0..1u64 << 16 {
+                assert_eq!((((x * lo) >> 16) + x * hi) >> shift, x / p as u64, "x = {x}, p = {p}");
+            }
         }
     }
 }

@@ -97,8 +97,9 @@ pub struct Sequencer<const A: usize> {
     pub in_valid: Signal<In, Bit>,
     /// Result stream ready.
     pub out_ready: Signal<In, Bit>,
-    /// The beat taken next is the last of LOAD.
-    pub last_beat: Signal<In, Bit>,
+    /// The quantum's last row, `ceil(n / P) - 1` (from the settings taken with
+    /// `start`; read in Begin): LOAD ends with the beat of that row.
+    pub last_row_in: Signal<In, Bits<A>>,
     /// Each search unit needs another pass.
     pub more_a: Signal<In, Bit>,
     /// See `more_a`.
@@ -107,9 +108,6 @@ pub struct Sequencer<const A: usize> {
     pub refused: Signal<In, Bit>,
     /// The lanes reported bad input (final from Plan1 on).
     pub lane_errors: Signal<In, Bits<2>>,
-    /// A demand beat is taken this cycle (LoadRun and `in_valid`: the stream's
-    /// handshake, the one output that is not a flip-flop's).
-    pub accept: Signal<Out, Bit>,
     /// Either search needs another pass (registered `more_a | more_b`; valid in
     /// SearchCheck: the search units' `more` is valid two cycles after an interval
     /// changes, this flag three, SearchCheck comes after four).
@@ -289,12 +287,11 @@ impl<const A: usize> Sequencer<A> {
             start_code: Default::default(),
             in_valid: Default::default(),
             out_ready: Default::default(),
-            last_beat: Default::default(),
+            last_row_in: Default::default(),
             more_a: Default::default(),
             more_b: Default::default(),
             refused: Default::default(),
             lane_errors: Default::default(),
-            accept: Default::default(),
             more_any: Default::default(),
             busy: Default::default(),
             done: Default::default(),
@@ -491,8 +488,8 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.nx_active.next = self.idle_start.val() | (self.is_active.q.val() & !self.finish.val());
         self.nx_begin.next = self.idle_start.val();
         self.nx_load_run.next = (self.is_begin.q.val() & (self.start_code.val() == 0))
-            | (self.is_load_run.q.val() & !(self.taken.val() & self.last_beat.val()));
-        self.nx_load_drain.next = (self.is_load_run.q.val() & self.taken.val() & self.last_beat.val())
+            | (self.is_load_run.q.val() & !(self.taken.val() & self.row_last_r.q.val()));
+        self.nx_load_drain.next = (self.is_load_run.q.val() & self.taken.val() & self.row_last_r.q.val())
             | (self.is_load_drain.q.val() & !self.countdown_zero.q.val());
         self.nx_load_reduce.next = (self.is_load_drain.q.val() & self.countdown_zero.q.val())
             | (self.is_load_reduce.q.val() & !self.countdown_zero.q.val());
@@ -531,7 +528,7 @@ impl<const A: usize> Logic for Sequencer<A> {
         if self.countdown.q.val() != 0 {
             self.countdown_next.next = self.countdown.q.val() - 1;
         }
-        if self.is_load_run.q.val() & self.taken.val() & self.last_beat.val() {
+        if self.is_load_run.q.val() & self.taken.val() & self.row_last_r.q.val() {
             self.countdown_next.next = self.load_wait.val();
         }
         if (self.is_load_drain.q.val() | self.is_search_drain.q.val()) & self.countdown_zero.q.val() {
@@ -562,13 +559,13 @@ impl<const A: usize> Logic for Sequencer<A> {
         }
         if self.is_begin.q.val()
             | self.is_search_check.q.val()
-            | (self.is_load_run.q.val() & self.taken.val() & self.last_beat.val())
+            | (self.is_load_run.q.val() & self.taken.val() & self.row_last_r.q.val())
             | ((self.is_search_issue.q.val() | self.is_final_issue.q.val()) & self.row_last_r.q.val())
         {
             self.row_next.next = 0.into();
         }
-        if self.is_load_run.q.val() & self.taken.val() & self.last_beat.val() {
-            self.last_row.d.next = self.row.q.val();
+        if self.is_begin.q.val() {
+            self.last_row.d.next = self.last_row_in.val();
         }
 
         // `busy` follows the state a cycle late as it ends: the quantum closes in the
@@ -698,9 +695,11 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.countdown.d.next = self.countdown_next.val();
         self.countdown_zero.d.next = self.countdown_next.val() == 0;
         self.row.d.next = self.row_next.val();
-        // Against the `last_row` of the previous quantum in the cycle LOAD writes it;
-        // first read in SEARCH, many cycles later.
+        // Begin loads `last_row` (row 0 is next); it holds for the quantum.
         self.row_last_r.d.next = self.row_next.val() == self.last_row.q.val();
+        if self.is_begin.q.val() {
+            self.row_last_r.d.next = self.last_row_in.val() == 0;
+        }
         self.more_r.d.next = self.more_a.val() | self.more_b.val();
         self.stop_r.d.next = self.refused.val() | (self.lane_errors.val() != 0);
         // The engine's copies of the state.
@@ -725,7 +724,6 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.final_start_r.d.next = self.nx_final_start.val();
         self.emit_start_r.d.next = self.nx_emit_start.val();
 
-        self.accept.next = self.taken.val();
         self.more_any.next = self.more_r.q.val();
         self.busy.next = self.busy_r.q.val();
         self.done.next = self.done_r.q.val();
@@ -766,7 +764,7 @@ mod tests {
         start_code: u64,
         in_valid: bool,
         out_ready: bool,
-        last_beat: bool,
+        last_row: u64,
         more_a: bool,
         more_b: bool,
         refused: bool,
@@ -890,14 +888,15 @@ mod tests {
                 Idle => {}
                 Begin => {
                     row = 0;
+                    last_row = i.last_row;
                     next = if i.start_code != 0 { Idle } else { LoadRun };
                     if i.start_code != 0 {
                         error = i.start_code;
                         finish = true;
                     }
                 }
-                LoadRun if i.in_valid && i.last_beat => {
-                    (last_row, row, countdown, next) = (self.row, 0, load_wait, LoadDrain)
+                LoadRun if i.in_valid && self.row == self.last_row => {
+                    (row, countdown, next) = (0, load_wait, LoadDrain)
                 }
                 LoadRun if i.in_valid => row = self.row + 1,
                 LoadRun => {}
@@ -951,7 +950,7 @@ mod tests {
                 (self.cycles, self.done, self.busy, error) = (1, false, true, 0);
             }
             self.error = error;
-            self.row_last = row % ROWS == self.last_row;
+            self.row_last = row % ROWS == last_row;
             (self.phase, self.countdown, self.countdown_zero) = (next, countdown, countdown == 0);
             (self.row, self.last_row) = (row % ROWS, last_row);
             self.more = i.more_a || i.more_b;
@@ -983,7 +982,7 @@ mod tests {
                 start_code: if rng.gen_bool(0.05) { rng.gen_range(1..16) } else { 0 },
                 in_valid: rng.gen_bool(0.7),
                 out_ready: rng.gen_bool(0.6),
-                last_beat: rng.gen_bool(0.2),
+                last_row: if rng.gen_bool(0.5) { 0 } else { rng.gen_range(0..ROWS) },
                 more_a: rng.gen_bool(0.3),
                 more_b: rng.gen_bool(0.3),
                 refused: rng.gen_bool(0.03),
@@ -993,14 +992,15 @@ mod tests {
             s.start_code.next = i.start_code.into();
             s.in_valid.next = i.in_valid;
             s.out_ready.next = i.out_ready;
-            s.last_beat.next = i.last_beat;
+            s.last_row_in.next = i.last_row.into();
             s.more_a.next = i.more_a;
             s.more_b.next = i.more_b;
             s.refused.next = i.refused;
             s.lane_errors.next = i.lane_errors.into();
             assert!(simulate(&mut s, 1000));
             let ctx = format!("cycle {cycle}, {:?}, inputs {i:?}", m.phase);
-            assert_eq!(s.accept.val(), m.accept(&i), "accept: {ctx}");
+            // The engine's accept: the registered `at_load_run` and `in_valid`.
+            assert_eq!(s.at_load_run.val() & i.in_valid, m.accept(&i), "accept: {ctx}");
             // A lane's copy of `busy`, from `start` and the registered `at_idle`.
             lane_busy = (!lane_busy & i.start) | !s.at_idle.val();
             tick(&mut s);
