@@ -68,7 +68,7 @@ pub fn cycles(n: usize, p: usize, k: usize) -> usize {
 /// `x` and `p` up to 32 by the test beside it.
 pub fn row_divider(p: usize) -> (u64, u64, u64) {
     let l = usize::BITS - (p - 1).leading_zeros();
-    let m = ((1u64 << (16 + l)) + p as u64 - 1) / p as u64;
+    let m = (1u64 << (16 + l)).div_ceil(p as u64);
     (m & 0xFFFF, m >> 16, l as u64)
 }
 
