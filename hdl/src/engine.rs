@@ -110,7 +110,9 @@ pub struct Engine<const P: usize, const A: usize> {
     pub credit_write: Signal<In, Bit>,
     /// Credit port: balances to write.
     pub credit_wdata: [Signal<In, Bits<32>>; P],
-    /// Credit port: balances of the row (one cycle after `credit_row`).
+    /// Credit port: balances of the row (one cycle after `credit_row`; in the cycle
+    /// after a write to that row, undefined on an FPGA, where the banks have no
+    /// read-first logic: read it a cycle later).
     pub credit_rdata: [Signal<Out, Bits<32>>; P],
     /// A quantum is in progress: from the cycle after `start` to the cycle after its
     /// last result is taken (two cycles for a quantum refused for its settings).
@@ -420,9 +422,9 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.end_b.clock.next = self.clock.val();
 
         // Decoded controls.
-        // `busy` is a register of its own, set and cleared with the state's moves out of
-        // and into Idle: an output with no path from `start` (a shell may decide
-        // `start` from `busy`).
+        // `busy` is a register of the sequencer, set with the move out of Idle and
+        // cleared a cycle after the move back: an output with no path from `start` (a
+        // shell may decide `start` from `busy`).
         // A demand beat is taken; it enters the lanes in the next cycle, from the beat
         // registers, so that `step` is two flip-flops and one LUT away from every lane.
         // The demand stream's handshake, on the sequencer's registered copy of LoadRun.

@@ -162,7 +162,7 @@ pub struct EngineLane<const A: usize> {
     pub at_b: Signal<Out, Bit>,
     /// The allocation bank at the row counter (after FINAL: the results).
     pub alloc: Signal<Out, Bits<32>>,
-    /// The credit bank at the row counter, or at `credit_row` while idle.
+    /// The credit bank at the row counter, or at `credit_row` while the engine is not busy.
     pub credit: Signal<Out, Bits<32>>,
     credit_ram: RAM<Bits<32>, A>,
     start_ram: RAM<Bits<32>, A>,
@@ -265,7 +265,7 @@ pub struct EngineLane<const A: usize> {
     nfirst_b: MaxAcc,
     end_b: MaxAcc,
     /// Bits of `valid` (bit `k`: the row stepped `k + 1` cycles ago) for SEARCH's sums,
-    /// LOAD's writes and sums, LOAD's key ranges and FINAL's writes.
+    /// LOAD's writes, sums and key-range flags, and FINAL's writes.
     search_bit: Constant<Bits<16>>,
     load_bit: Constant<Bits<16>>,
     final_bit: Constant<Bits<16>>,
@@ -527,7 +527,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.ok1.d.next = self.exists.val();
         self.shift_l.d.next = self.shift.val();
 
-        // Banks: read at the row counter (the credit bank at `credit_row` while idle),
+        // Banks: read at the row counter (the credit bank at `credit_row` while not busy),
         // written at the write counter.
         self.credit_ram.read_address.next = self.row_ctr.q.val();
         if !self.busy_l.q.val() {
@@ -754,7 +754,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         }
 
         // Writes: LOAD's runs (cycle 5), FINAL's results (cycle FINAL_LATENCY), the
-        // credit port while idle.
+        // credit port while not busy.
         self.final_write.next = self.fin.val() & ((self.valid.q.val() & self.final_bit.val()) != 0);
         self.start_ram.write_address.next = self.wr_ctr.q.val();
         self.run_ram.write_address.next = self.wr_ctr.q.val();

@@ -14,8 +14,8 @@
 //! `keep_hierarchy`): flattened into the engine, the next-state logic shared LUTs with
 //! the datapath it steers (the enables of the users-left counter that feeds every
 //! lane), the placer put those LUTs near the lanes, and the critical path left the FSM
-//! and came back, two wires across the die in one cycle. Here every output but
-//! `accept` leaves a flip-flop, and every input but the stream handshakes (`start`,
+//! and came back, two wires across the die in one cycle. Here every output leaves a
+//! flip-flop, and every input but the stream handshakes (`start`,
 //! `in_valid`, `out_ready`) is a flip-flop's: a path into or out of this block crosses
 //! the die at most once.
 //!
@@ -33,7 +33,8 @@ use rust_hdl::prelude::*;
 /// The engine's phases (see [`crate::engine`]).
 #[derive(Copy, Clone, PartialEq, Debug, LogicState)]
 pub enum Phase {
-    /// Waiting for `start`; the credit port is live.
+    /// Waiting for `start`; the credit port is live once `busy` has fallen (the cycle
+    /// after the state returns here).
     Idle,
     /// Acts on the check of the settings made with `start` (`start_code`): refuses
     /// the quantum (`done` with `error`, two cycles of `busy`) or starts LOAD.
