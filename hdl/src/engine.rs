@@ -245,6 +245,7 @@ impl<const P: usize, const A: usize> Engine<P, A> {
     pub fn new() -> Self {
         assert!((1..=1 << LEVELS).contains(&P), "an engine has 1 to 32 lanes, not {P}");
         assert!(Self::MAX_USERS < 1 << 16, "an engine holds fewer than 65,536 users");
+        let (recip_lo, recip_hi, recip_shift) = row_divider(P);
         Engine {
             clock: Default::default(),
             start: Default::default(),
@@ -337,9 +338,9 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             n_max: Constant::new(Bits::<32>::from(Self::MAX_USERS as u64)),
             lane_index: array_init::array_init(|i| Constant::new(Bits::<32>::from(i as u64))),
             lane_count: Constant::new(Bits::<32>::from(P as u64)),
-            recip_lo: Constant::new(Bits::<16>::from(row_divider(P).0)),
-            recip_hi: Constant::new(Bits::<16>::from(row_divider(P).1)),
-            recip_shift: Constant::new(Bits::<32>::from(row_divider(P).2)),
+            recip_lo: Constant::new(Bits::<16>::from(recip_lo)),
+            recip_hi: Constant::new(Bits::<16>::from(recip_hi)),
+            recip_shift: Constant::new(Bits::<32>::from(recip_shift)),
             n_m1: Default::default(),
             users_m1: Default::default(),
             last_row: Default::default(),

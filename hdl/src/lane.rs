@@ -286,6 +286,10 @@ pub struct EngineLane<const A: usize> {
     credit_error: Signal<Local, Bit>,
     search_row: Signal<Local, Bit>,
     load_write: Signal<Local, Bit>,
+    /// A LOAD row in stage 5 (`load_write`) of kind A (1) or B (2): its run adds to
+    /// that search's sum, and extends its key ranges if it is not empty.
+    load_a5: Signal<Local, Bit>,
+    load_b5: Signal<Local, Bit>,
     final_write: Signal<Local, Bit>,
 }
 
@@ -446,6 +450,8 @@ impl<const A: usize> EngineLane<A> {
             credit_error: Default::default(),
             search_row: Default::default(),
             load_write: Default::default(),
+            load_a5: Default::default(),
+            load_b5: Default::default(),
             final_write: Default::default(),
         }
     }
@@ -683,11 +689,13 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.sum_a[j].shift.next = self.shift_l.q.val();
             self.sum_b[j].shift.next = self.shift_l.q.val();
         }
+        self.load_a5.next = self.load_write.val() & (self.nk5.q.val() == 1);
+        self.load_b5.next = self.load_write.val() & (self.nk5.q.val() == 2);
         if self.load.val() {
             self.sum_a[0].x.next = self.nr5.q.val();
             self.sum_b[0].x.next = self.nr5.q.val();
-            self.sum_a[0].add.next = self.load_write.val() & (self.nk5.q.val() == 1);
-            self.sum_b[0].add.next = self.load_write.val() & (self.nk5.q.val() == 2);
+            self.sum_a[0].add.next = self.load_a5.val();
+            self.sum_b[0].add.next = self.load_b5.val();
         }
         self.sum_a[0].shift_in.next = self.sum_a_in0.val();
         self.sum_a[1].shift_in.next = self.sum_a_in1.val();
@@ -709,9 +717,8 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.err_out.next = self.err.q.val();
         self.nfs6.d.next = !self.ns5.q.val();
         self.end6.d.next = self.ns5.q.val() + self.nr5.q.val();
-        // A LOAD row in stage 5 (`load_write`) with a run of A (kind 1) or B (kind 2).
-        self.take_a6.d.next = self.load_write.val() & (self.nk5.q.val() == 1) & (self.nr5.q.val() != 0);
-        self.take_b6.d.next = self.load_write.val() & (self.nk5.q.val() == 2) & (self.nr5.q.val() != 0);
+        self.take_a6.d.next = self.load_a5.val() & (self.nr5.q.val() != 0);
+        self.take_b6.d.next = self.load_b5.val() & (self.nr5.q.val() != 0);
         self.nfirst_a.x.next = self.nfs6.q.val();
         self.end_a.x.next = self.end6.q.val();
         self.nfirst_b.x.next = self.nfs6.q.val();
