@@ -172,10 +172,18 @@ ecp5_shape() {
   for reg in busy_l mode_l phase_l shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid 'borrower2$?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
+  # The accumulators register their operand beside their adder or comparison
+  # (hdl/src/reduce.rs); the sums and key ranges of A and B are given the same operand,
+  # and one merged register would drive both from between them.
+  for reg in 'sum_?$?$xr' 'nfirst_?$xr' 'end_?$xr'; do
+    copies="$copies *\$lanes\$*\$$reg/t:\$dff"
+  done
   # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine
   # reads copies of it (`*_r`), which would otherwise be merged with the state bits
   # and pull them, and the next-state logic with them, toward the lanes.
   copies="$copies *\$sequencer\$is_*/t:\$dff *\$sequencer\$*_r/t:\$dff"
+  # The engine's multipliers sit apart in the DSP rows; each has its copy of `n`.
+  copies="$copies *\$n16\$?/t:\$dff"
   # No row of a bank is read in the cycle the other port writes it, where the read
   # matters (the Verilator co-simulation checks this: hdl/tests/verilator.rs makes
   # such a read return garbage), so the banks are `no_rw_check`: Yosys maps each to a

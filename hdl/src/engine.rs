@@ -40,22 +40,24 @@ pub use fairshare_abi::status as error_code;
 /// Cycles of one quantum of `n` users on `p` lanes with `k` search passes, when the
 /// demand stream is never empty and the result stream never stalls (what the `cycles`
 /// output reports), with `R = ceil(n / p)`:
-/// - `2 + R + 1 + LOAD_LATENCY + p`: start, the settings' check, LOAD, the beat
-///   register, its drain and the reduction;
+/// - `2 + R + 1 + LOAD_LATENCY + p + L`: start, the settings' check, LOAD, the beat
+///   register, its drain and the reduction (`L` = [`crate::reduce::LATENCY`], the
+///   engine's accumulators taking what leaves lane 0);
 /// - `4`: PLAN;
 /// - `1 + PROBE_LATENCY`: the first interval, its probes and the check;
-/// - `k (R + SEARCH_LATENCY + p + 2 + PROBE_LATENCY)`: per pass the rows, the drain,
+/// - `k (R + SEARCH_LATENCY + p + L + 2 + PROBE_LATENCY)`: per pass the rows, the drain,
 ///   the reduction, the narrowing, the next probes and the check;
 /// - `3 + R + FINAL_LATENCY`: FINAL;
 /// - `2 + 2R`: results out, a row every two cycles, and the cycle that closes the
 ///   quantum (the lanes' copies of `busy` fall with it).
 ///
-/// With the constants of this build: `4R + p + 38 + k (R + p + 11)`.
+/// With the constants of this build: `4R + p + 40 + k (R + p + 13)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
-    let load = 2 + r + 1 + LOAD_LATENCY + p;
+    let reduce = p + crate::reduce::LATENCY;
+    let load = 2 + r + 1 + LOAD_LATENCY + reduce;
     let first = 4 + 1 + PROBE_LATENCY;
-    let passes = k * (r + SEARCH_LATENCY + p + 2 + PROBE_LATENCY);
+    let passes = k * (r + SEARCH_LATENCY + reduce + 2 + PROBE_LATENCY);
     let fin = 3 + r + FINAL_LATENCY;
     load + first + passes + fin + 2 + 2 * r
 }
@@ -146,8 +148,10 @@ pub struct Engine<const P: usize, const A: usize> {
     /// Idle, acted on in Begin.
     start_code: DFF<Bits<4>>,
     /// The multiplications' operands, registered beside the multipliers: the settings'
-    /// registers serve the whole engine and sit far from them.
-    n16: DFF<Bits<16>>,
+    /// registers serve the whole engine and sit far from them. `n` has a copy per
+    /// multiplier (`cap_lo`, `cap_hi`, `shared_lo`, `shared_hi`; hdl/synth.sh keeps them),
+    /// as the multipliers sit apart in the die's DSP rows.
+    n16: [DFF<Bits<16>>; 4],
     fair_lo: DFF<Bits<16>>,
     fair_hi: DFF<Bits<16>>,
     free_lo: DFF<Bits<16>>,
@@ -319,7 +323,7 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             step: Default::default(),
             reducing: Default::default(),
             clear: Default::default(),
-            n16: Default::default(),
+            n16: array_init::array_init(|_| Default::default()),
             fair_lo: Default::default(),
             fair_hi: Default::default(),
             free_lo: Default::default(),
@@ -380,7 +384,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             left,
             cfg_last_row,
             start_code,
-            n16,
             fair_lo,
             fair_hi,
             free_lo,
@@ -444,15 +447,18 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // per value of registered halves, then one addition: ready four cycles after the
         // settings (PLAN reads them after LOAD, at least 10 cycles after start).
         self.free.d.next = self.cfg_fair.q.val() - self.cfg_guaranteed.q.val();
-        self.n16.d.next = self.cfg_n.q.val().get_bits::<16>(0);
+        for k in 0..4 {
+            self.n16[k].clock.next = self.clock.val();
+            self.n16[k].d.next = self.cfg_n.q.val().get_bits::<16>(0);
+        }
         self.fair_lo.d.next = self.cfg_fair.q.val().get_bits::<16>(0);
         self.fair_hi.d.next = self.cfg_fair.q.val().get_bits::<16>(16);
         self.free_lo.d.next = self.free.q.val().get_bits::<16>(0);
         self.free_hi.d.next = self.free.q.val().get_bits::<16>(16);
-        self.cap_lo.d.next = self.n16.q.val() * self.fair_lo.q.val();
-        self.cap_hi.d.next = self.n16.q.val() * self.fair_hi.q.val();
-        self.shared_lo.d.next = self.n16.q.val() * self.free_lo.q.val();
-        self.shared_hi.d.next = self.n16.q.val() * self.free_hi.q.val();
+        self.cap_lo.d.next = self.n16[0].q.val() * self.fair_lo.q.val();
+        self.cap_hi.d.next = self.n16[1].q.val() * self.fair_hi.q.val();
+        self.shared_lo.d.next = self.n16[2].q.val() * self.free_lo.q.val();
+        self.shared_hi.d.next = self.n16[3].q.val() * self.free_hi.q.val();
         self.cap_sum.next = (self.cap_hi.q.val() << 16) + self.cap_lo.q.val();
         self.cap_carry.next = (self.cap_hi.q.val().get_bit(15) & self.cap_lo.q.val().get_bit(31))
             | ((self.cap_hi.q.val().get_bit(15) | self.cap_lo.q.val().get_bit(31)) & !self.cap_sum.val().get_bit(31));

@@ -10,8 +10,9 @@
 //! the balance after the free credits; max-min users have `start = 1`, `run = demand`.
 //!
 //! Timing, for a row stepped in cycle `t` (its banks are read at the end of `t`): the
-//! bank outputs are registered in `t + 1`, LOAD writes its runs and adds its totals in
-//! `t + 5` and its key ranges in `t + 6`; SEARCH adds its counts in `t + 4`; FINAL
+//! bank outputs are registered in `t + 1`, LOAD writes its runs in `t + 5`, gives them to
+//! its sums then and to its key ranges in `t + 6`; SEARCH gives its counts to its sums in
+//! `t + 4`; the accumulators hold them [`crate::reduce::LATENCY`] cycles later. FINAL
 //! presents its threshold flags (`at_a`, `at_b`) in `t + 4`, takes `grant` in
 //! [`GRANT_CYCLE`] and writes the credits and allocations in `t + 14`.
 //!
@@ -38,10 +39,15 @@ pub mod phase {
     pub const EMIT: u64 = 3;
 }
 
+/// Cycle (after the row's step) in which LOAD writes the row's run and gives it to the
+/// sums (the key ranges take it a cycle later).
+const LOAD_WRITE_CYCLE: usize = 5;
 /// Cycles from a row's step to its last LOAD update (key ranges).
-pub const LOAD_LATENCY: usize = 6;
+pub const LOAD_LATENCY: usize = LOAD_WRITE_CYCLE + 1 + crate::reduce::LATENCY;
+/// Cycle (after the row's step) in which SEARCH gives the row's counts to the sums.
+const SEARCH_ADD_CYCLE: usize = 4;
 /// Cycles from a row's step to its SEARCH update (counts).
-pub const SEARCH_LATENCY: usize = 4;
+pub const SEARCH_LATENCY: usize = SEARCH_ADD_CYCLE + crate::reduce::LATENCY;
 /// Cycle (after the row's step) in which FINAL presents `at_a` and `at_b`.
 pub const AT_CYCLE: usize = 4;
 /// Cycle (after the row's step) in which FINAL takes `grant`.
@@ -304,8 +310,8 @@ impl<const A: usize> EngineLane<A> {
     /// of its users exist).
     pub fn new() -> Self {
         EngineLane {
-            search_bit: Constant::new(Bits::<16>::from(1u64 << (SEARCH_LATENCY - 1))),
-            load_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_LATENCY - 2))),
+            search_bit: Constant::new(Bits::<16>::from(1u64 << (SEARCH_ADD_CYCLE - 1))),
+            load_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_WRITE_CYCLE - 1))),
             final_bit: Constant::new(Bits::<16>::from(1u64 << (FINAL_LATENCY - 1))),
             mode_karma: Constant::new(Bits::<2>::from(mode::KARMA as u64)),
             mode_maxmin: Constant::new(Bits::<2>::from(mode::MAXMIN as u64)),
@@ -678,7 +684,8 @@ impl<const A: usize> Logic for EngineLane<A> {
             .replace_bit(2, self.spend4.q.val())
             .replace_bit(3, self.kd4.q.val().get_bit(2));
 
-        // SEARCH (cycle 4) and LOAD (cycle 5): sums; LOAD (cycle 6): key ranges.
+        // SEARCH (cycle 4) and LOAD (cycle 5): sums; LOAD (cycle 6): key ranges (each
+        // accumulator registers what it is given, `crate::reduce::LATENCY`).
         self.search_row.next = (self.valid.q.val() & self.search_bit.val()) != 0;
         self.load_write.next = self.load.val() & ((self.valid.q.val() & self.load_bit.val()) != 0);
         for j in 0..PROBES {

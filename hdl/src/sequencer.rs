@@ -280,7 +280,8 @@ pub struct Sequencer<const A: usize> {
 }
 
 impl<const A: usize> Sequencer<A> {
-    /// The sequencer of an engine of `lanes` lanes (the reductions take `lanes` cycles).
+    /// The sequencer of an engine of `lanes` lanes (the reductions take `lanes` cycles,
+    /// and [`crate::reduce::LATENCY`] more for the engine's accumulators).
     pub fn new(lanes: usize) -> Self {
         Sequencer {
             clock: Default::default(),
@@ -402,7 +403,7 @@ impl<const A: usize> Sequencer<A> {
             idle_start: Default::default(),
             refuse: Default::default(),
             finish: Default::default(),
-            reduce_wait: Constant::new(Bits::<8>::from(lanes as u64)),
+            reduce_wait: Constant::new(Bits::<8>::from((lanes + crate::reduce::LATENCY) as u64)),
             load_wait: Constant::new(Bits::<8>::from(LOAD_LATENCY as u64 - 1)),
             search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
             probe_wait: Constant::new(Bits::<8>::from(PROBE_LATENCY as u64 - 2)),
@@ -879,7 +880,7 @@ mod tests {
             let mut countdown = self.countdown.saturating_sub(1);
             let mut row = self.row;
             let mut last_row = self.last_row;
-            let (load_wait, reduce_wait) = (LOAD_LATENCY as u64 - 1, LANES as u64);
+            let (load_wait, reduce_wait) = (LOAD_LATENCY as u64 - 1, (LANES + crate::reduce::LATENCY) as u64);
             let (search_wait, probe_wait) = (SEARCH_LATENCY as u64 - 2, PROBE_LATENCY as u64 - 2);
             let final_wait = FINAL_LATENCY as u64 - 1;
             let mut finish = false;
