@@ -173,9 +173,12 @@ ecp5_shape() {
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   # The accumulators register their operand beside their adder or comparison
-  # (hdl/src/reduce.rs); the sums and key ranges of A and B are given the same operand,
-  # and one merged register would drive both from between them.
-  for reg in 'sum_?$?$xr' 'nfirst_?$xr' 'end_?$xr'; do
+  # (hdl/src/reduce.rs), and each count unit its `run` beside its clamp; the sums and
+  # key ranges of A and B are given the same operand (from copies, `nfs6_?`, `end6_?`),
+  # the count units the same run, and one merged register would drive them all from
+  # between them (f2ecaf4, seed 2: lane 0's run end into both key ranges' comparisons,
+  # 5.9 ns of routing).
+  for reg in 'sum_?$?$xr' 'nfirst_?$xr' 'end_?$xr' 'count$?$run_r' 'nfs6_?' 'end6_?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine

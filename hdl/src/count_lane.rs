@@ -11,9 +11,9 @@ pub const PROBES: usize = 3;
 /// Keys of one user: `start, start + 1, ..., start + run - 1` (unit step). A probe at
 /// `t` counts the keys `< t`: `clamp(t - start, 0, run)`.
 ///
-/// Stage 1 (`probe`, `start` in cycle `c`): `probe - start` and `probe < start`.
-/// Stage 2 (`run` in cycle `c + 1`): the clamp. `count` and `at` hold the result in
-/// cycle `c + 2`.
+/// Stage 1 (`probe`, `start`, `run` in cycle `c`): `probe - start` and `probe < start`,
+/// and `run` registered (each unit its own copy, beside its clamp; hdl/synth.sh keeps
+/// the copies). Stage 2: the clamp. `count` and `at` hold the result in cycle `c + 2`.
 #[derive(LogicBlock)]
 pub struct CountLane {
     /// Clock.
@@ -22,7 +22,7 @@ pub struct CountLane {
     pub probe: Signal<In, Bits<32>>,
     /// First key (cycle `c`).
     pub start: Signal<In, Bits<32>>,
-    /// Number of keys, one cycle later than `start` (cycle `c + 1`).
+    /// Number of keys (cycle `c`).
     pub run: Signal<In, Bits<32>>,
     /// Keys below the probe (cycle `c + 2`).
     pub count: Signal<Out, Bits<32>>,
@@ -30,6 +30,7 @@ pub struct CountLane {
     pub at: Signal<Out, Bit>,
     diff: DFF<Bits<32>>,
     below: DFF<Bit>,
+    run_r: DFF<Bits<32>>,
     count_r: DFF<Bits<32>>,
     at_r: DFF<Bit>,
 }
@@ -46,6 +47,7 @@ impl CountLane {
             at: Default::default(),
             diff: Default::default(),
             below: Default::default(),
+            run_r: Default::default(),
             count_r: Default::default(),
             at_r: Default::default(),
         }
@@ -61,17 +63,18 @@ impl Default for CountLane {
 impl Logic for CountLane {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, diff, below, count_r, at_r);
+        dff_setup!(self, clock, diff, below, run_r, count_r, at_r);
         self.diff.d.next = self.probe.val() - self.start.val();
         self.below.d.next = self.probe.val() < self.start.val();
+        self.run_r.d.next = self.run.val();
         self.count_r.d.next = 0.into();
         self.at_r.d.next = false;
         if !self.below.q.val() {
-            if self.diff.q.val() < self.run.val() {
+            if self.diff.q.val() < self.run_r.q.val() {
                 self.count_r.d.next = self.diff.q.val();
                 self.at_r.d.next = true;
             } else {
-                self.count_r.d.next = self.run.val();
+                self.count_r.d.next = self.run_r.q.val();
             }
         }
         self.count.next = self.count_r.q.val();

@@ -51,7 +51,7 @@ pub use fairshare_abi::status as error_code;
 /// - `2 + 2R`: results out, a row every two cycles, and the cycle that closes the
 ///   quantum (the lanes' copies of `busy` fall with it).
 ///
-/// With the constants of this build: `4R + p + 40 + k (R + p + 13)`.
+/// With the constants of this build: `4R + p + 41 + k (R + p + 14)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
     let reduce = p + crate::reduce::LATENCY;

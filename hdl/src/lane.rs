@@ -209,7 +209,6 @@ pub struct EngineLane<const A: usize> {
     dmg3: DFF<Bits<32>>,
     gmd3: DFF<Bits<32>>,
     dm3: DFF<Bits<32>>,
-    rn3: DFF<Bits<32>>,
     bs3: DFF<Bits<32>>,
     kd3: DFF<Bits<3>>,
     /// Bit 0 d < g, 1 d > g, 2 d < f, 3 stored balance >= 2^31, 4 d >= 2^31, 5 user exists.
@@ -242,8 +241,13 @@ pub struct EngineLane<const A: usize> {
     ne5: DFF<Bits<2>>,
     ok5: DFF<Bit>,
     // Stage 6 (LOAD): key ranges.
-    nfs6: DFF<Bits<32>>,
-    end6: DFF<Bits<32>>,
+    /// The run's complemented start and its end, a copy for the key ranges of each
+    /// search (hdl/synth.sh keeps them): each drives its maximum's register and both its
+    /// comparisons.
+    nfs6_a: DFF<Bits<32>>,
+    end6_a: DFF<Bits<32>>,
+    nfs6_b: DFF<Bits<32>>,
+    end6_b: DFF<Bits<32>>,
     /// The row's run extends search A's key ranges (`take_b6`: B's), decided from
     /// stage 5 so that the maximums' enables are a compare after a flip-flop.
     take_a6: DFF<Bit>,
@@ -399,7 +403,6 @@ impl<const A: usize> EngineLane<A> {
             dmg3: Default::default(),
             gmd3: Default::default(),
             dm3: Default::default(),
-            rn3: Default::default(),
             bs3: Default::default(),
             kd3: Default::default(),
             fl3: Default::default(),
@@ -422,8 +425,10 @@ impl<const A: usize> EngineLane<A> {
             nb5: Default::default(),
             ne5: Default::default(),
             ok5: Default::default(),
-            nfs6: Default::default(),
-            end6: Default::default(),
+            nfs6_a: Default::default(),
+            end6_a: Default::default(),
+            nfs6_b: Default::default(),
+            end6_b: Default::default(),
             take_a6: Default::default(),
             take_b6: Default::default(),
             al_d: array_init::array_init(|_| Default::default()),
@@ -468,9 +473,9 @@ impl<const A: usize> Logic for EngineLane<A> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, row_ctr, wr_ctr, valid, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand, ok1,
-            cr2, st2, rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, rn3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4,
-            bs4, kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nfs6, end6,
-            take_a6, take_b6, al_up, cd_up, cd_dn, alloc_f, credit_f, ok_f, err
+            cr2, st2, rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4,
+            kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nfs6_a, end6_a,
+            nfs6_b, end6_b, take_a6, take_b6, al_up, cd_up, cd_dn, alloc_f, credit_f, ok_f, err
         );
         self.credit_ram.read_clock.next = self.clock.val();
         self.credit_ram.write_clock.next = self.clock.val();
@@ -571,7 +576,6 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.dmg3.d.next = self.dm2.q.val() - self.g_l.q.val();
         self.gmd3.d.next = self.g_l.q.val() - self.dm2.q.val();
         self.dm3.d.next = self.dm2.q.val();
-        self.rn3.d.next = self.rn2.q.val();
         self.bs3.d.next = self.bs2.q.val();
         self.kd3.d.next = self.kd2.q.val();
         self.fl3.d.next = bits::<6>(0)
@@ -583,7 +587,7 @@ impl<const A: usize> Logic for EngineLane<A> {
             .replace_bit(5, self.ok2.q.val());
         for j in 0..PROBES {
             self.count[j].start.next = self.st2.q.val();
-            self.count[j].run.next = self.rn3.q.val();
+            self.count[j].run.next = self.rn2.q.val();
             self.count[j].probe.next = self.pb[j].q.val();
             if self.borrower2[j].q.val() {
                 self.count[j].probe.next = self.pa[j].q.val();
@@ -722,14 +726,16 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.err.d.next = self.err.q.val() | self.ne5.q.val();
         }
         self.err_out.next = self.err.q.val();
-        self.nfs6.d.next = !self.ns5.q.val();
-        self.end6.d.next = self.ns5.q.val() + self.nr5.q.val();
+        self.nfs6_a.d.next = !self.ns5.q.val();
+        self.end6_a.d.next = self.ns5.q.val() + self.nr5.q.val();
+        self.nfs6_b.d.next = !self.ns5.q.val();
+        self.end6_b.d.next = self.ns5.q.val() + self.nr5.q.val();
         self.take_a6.d.next = self.load_a5.val() & (self.nr5.q.val() != 0);
         self.take_b6.d.next = self.load_b5.val() & (self.nr5.q.val() != 0);
-        self.nfirst_a.x.next = self.nfs6.q.val();
-        self.end_a.x.next = self.end6.q.val();
-        self.nfirst_b.x.next = self.nfs6.q.val();
-        self.end_b.x.next = self.end6.q.val();
+        self.nfirst_a.x.next = self.nfs6_a.q.val();
+        self.end_a.x.next = self.end6_a.q.val();
+        self.nfirst_b.x.next = self.nfs6_b.q.val();
+        self.end_b.x.next = self.end6_b.q.val();
         self.nfirst_a.take.next = self.take_a6.q.val();
         self.end_a.take.next = self.take_a6.q.val();
         self.nfirst_b.take.next = self.take_b6.q.val();

@@ -2,15 +2,17 @@
 //! `target`-th smallest key, narrowed by four each pass from the counts at three probes.
 //! The engine has two (Karma's borrowers and donors; max-min uses one).
 //!
-//! Every step is registered and at most one carry chain deep: the narrowing takes two
-//! cycles (`update1`, `update2`), and the next probes follow the interval through a
-//! free-running pipeline of [`PROBE_LATENCY`] cycles.
+//! Every step is registered and at most one carry chain deep: the narrowing takes three
+//! cycles (`update1` compares, `update2` chooses the new ends, the cycle after takes
+//! them), and the next probes follow the interval through a free-running pipeline.
 
 use crate::count_lane::PROBES;
 use rust_hdl::prelude::*;
 
-/// Cycles from a change of the interval to the probes (and `more`) that follow from it.
-pub const PROBE_LATENCY: usize = 5;
+/// Cycles from `init` or `update2` to the probes (and `more`) that follow from the new
+/// interval: five from the interval's change, which comes a cycle after `init` and two
+/// after `update2` (the first interval waits a cycle longer than it needs).
+pub const PROBE_LATENCY: usize = 6;
 
 /// A radix-4 threshold search. Invariant while active: fewer than `target` keys lie
 /// below `lo`, at least `target` below `hi`.
@@ -35,7 +37,8 @@ pub struct SearchUnit {
     /// Narrowing, first cycle: compare `count` (keys below each probe, after a pass)
     /// with the target.
     pub update1: Signal<In, Bit>,
-    /// Narrowing, second cycle (the cycle after `update1`): the new interval.
+    /// Narrowing, second cycle (the cycle after `update1`): the new interval's ends are
+    /// chosen, and taken in the cycle after.
     pub update2: Signal<In, Bit>,
     /// Decide whether another pass is needed (refreshes `active`).
     pub check: Signal<In, Bit>,
@@ -69,6 +72,16 @@ pub struct SearchUnit {
     probe_r: [DFF<Bits<32>>; PROBES],
     more_r: DFF<Bit>,
     rest_r: DFF<Bits<32>>,
+    /// The narrowing's choices, made in `update2` from registered comparisons and
+    /// taken a cycle later, so that no comparison or priority chain sits in front of
+    /// the interval's registers: the new low end (the last probe below the target) and
+    /// the keys below it, the new high end (the first probe at or above the target), and
+    /// whether each end moves.
+    lo_next: DFF<Bits<32>>,
+    lo_count_next: DFF<Bits<32>>,
+    hi_next: DFF<Bits<32>>,
+    move_lo: DFF<Bit>,
+    move_hi: DFF<Bit>,
     quarter: Signal<Local, Bits<32>>,
     step2: Signal<Local, Bits<32>>,
     max: Constant<Bits<32>>,
@@ -109,6 +122,11 @@ impl Default for SearchUnit {
             probe_r: Default::default(),
             more_r: Default::default(),
             rest_r: Default::default(),
+            lo_next: Default::default(),
+            lo_count_next: Default::default(),
+            hi_next: Default::default(),
+            move_lo: Default::default(),
+            move_hi: Default::default(),
             quarter: Default::default(),
             step2: Default::default(),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
@@ -134,7 +152,12 @@ impl Logic for SearchUnit {
             step,
             step3,
             more_r,
-            rest_r
+            rest_r,
+            lo_next,
+            lo_count_next,
+            hi_next,
+            move_lo,
+            move_hi
         );
         for j in 0..PROBES {
             self.below[j].clock.next = self.clock.val();
@@ -203,22 +226,33 @@ impl Logic for SearchUnit {
                 self.below[j].d.next = self.count[j].val() < self.target_r.q.val();
             }
         }
-        if self.update2.val() & self.active.q.val() {
-            for j in 0..PROBES {
-                if self.below[j].q.val() {
-                    self.lo.d.next = self.probe_r[j].q.val();
-                    self.lo_count.d.next = self.count[j].val();
-                }
+        self.lo_next.d.next = self.probe_r[0].q.val();
+        self.lo_count_next.d.next = self.count[0].val();
+        for j in 1..PROBES {
+            if self.below[j].q.val() {
+                self.lo_next.d.next = self.probe_r[j].q.val();
+                self.lo_count_next.d.next = self.count[j].val();
             }
-            if !self.below[2].q.val() {
-                self.hi.d.next = self.probe_r[2].q.val();
-            }
-            if !self.below[1].q.val() {
-                self.hi.d.next = self.probe_r[1].q.val();
-            }
-            if !self.below[0].q.val() {
-                self.hi.d.next = self.probe_r[0].q.val();
-            }
+        }
+        self.hi_next.d.next = self.probe_r[2].q.val();
+        if !self.below[1].q.val() {
+            self.hi_next.d.next = self.probe_r[1].q.val();
+        }
+        if !self.below[0].q.val() {
+            self.hi_next.d.next = self.probe_r[0].q.val();
+        }
+        self.move_lo.d.next = self.update2.val()
+            & self.active.q.val()
+            & (self.below[0].q.val() | self.below[1].q.val() | self.below[2].q.val());
+        self.move_hi.d.next = self.update2.val()
+            & self.active.q.val()
+            & !(self.below[0].q.val() & self.below[1].q.val() & self.below[2].q.val());
+        if self.move_lo.q.val() {
+            self.lo.d.next = self.lo_next.q.val();
+            self.lo_count.d.next = self.lo_count_next.q.val();
+        }
+        if self.move_hi.q.val() {
+            self.hi.d.next = self.hi_next.q.val();
         }
         if self.check.val() {
             self.active.d.next = self.more_r.q.val();

@@ -9,8 +9,8 @@ fn tick(lane: &mut CountLane) {
     assert!(simulate(lane, 100));
 }
 
-/// The two stages: `probe` and `start` in one cycle, `run` in the next, the count and
-/// whether the probe is a key after the second edge; a new user every cycle.
+/// The two stages: `probe`, `start` and `run` in one cycle, the count and whether the
+/// probe is a key after the second edge; a new user every cycle.
 #[test]
 fn lane_counts_keys_below_the_probe() {
     let mut lane = CountLane::new();
@@ -29,12 +29,10 @@ fn lane_counts_keys_below_the_probe() {
         (0, 0xFFFF_FFFF, 1, 0, false),
     ];
     for c in 0..=cases.len() {
-        if let Some(&(probe, start, ..)) = cases.get(c) {
+        if let Some(&(probe, start, run, ..)) = cases.get(c) {
             lane.probe.next = probe.into();
             lane.start.next = start.into();
-        }
-        if c >= 1 {
-            lane.run.next = cases[c - 1].2.into();
+            lane.run.next = run.into();
         }
         tick(&mut lane);
         if c >= 1 {
