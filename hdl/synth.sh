@@ -178,15 +178,18 @@ ecp5_shape() {
   # the count units the same run, and one merged register would drive them all from
   # between them (f2ecaf4, seed 2: lane 0's run end into both key ranges' comparisons,
   # 5.9 ns of routing).
-  for reg in 'sum_?$?$xr' 'nfirst_?$xr' 'end_?$xr' 'count$?$run_r' 'nfs6_?' 'end6_?'; do
+  for reg in 'sum_?$?$xr' 'nfirst_?$xr' 'end_?$xr' 'count$?$run_r' 'nfs6_?' 'end6_?' \
+    'key_start5$?' 'key_run5$?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine
   # reads copies of it (`*_r`), which would otherwise be merged with the state bits
   # and pull them, and the next-state logic with them, toward the lanes.
   copies="$copies *\$sequencer\$is_*/t:\$dff *\$sequencer\$*_r/t:\$dff"
-  # The engine's multipliers sit apart in the DSP rows; each has its copy of `n`.
-  copies="$copies *\$n16\$?/t:\$dff"
+  # The engine's multipliers sit apart in the DSP rows; each has its copy of `n`, and
+  # its other operand is kept from merging with a lane's copy of the same setting
+  # (a2a0d26, seed 1: lane 7's fair share register fed `cap_lo`'s multiplier).
+  copies="$copies *\$n16\$?/t:\$dff *\$fair_lo/t:\$dff *\$fair_hi/t:\$dff *\$free_lo/t:\$dff *\$free_hi/t:\$dff"
   # No row of a bank is read in the cycle the other port writes it, where the read
   # matters (the Verilator co-simulation checks this: hdl/tests/verilator.rs makes
   # such a read return garbage), so the banks are `no_rw_check`: Yosys maps each to a

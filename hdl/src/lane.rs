@@ -237,6 +237,11 @@ pub struct EngineLane<const A: usize> {
     nk5: DFF<Bits<2>>,
     ns5: DFF<Bits<32>>,
     nr5: DFF<Bits<32>>,
+    /// `ns5` and `nr5` again, a copy for the key ranges of A (0) and of B (1): with one
+    /// register the two ranges' end adders were merged into one between them (a2a0d26,
+    /// about 15 endpoints after 8 ns).
+    key_start5: [DFF<Bits<32>>; 2],
+    key_run5: [DFF<Bits<32>>; 2],
     nb5: DFF<Bits<32>>,
     ne5: DFF<Bits<2>>,
     ok5: DFF<Bit>,
@@ -292,6 +297,9 @@ pub struct EngineLane<const A: usize> {
     borrower3: Signal<Local, Bit>,
     donor3: Signal<Local, Bit>,
     taken4: Signal<Local, Bits<32>>,
+    /// Stage 4 (LOAD): the user's run, its start and length.
+    start4: Signal<Local, Bits<32>>,
+    run4: Signal<Local, Bits<32>>,
     reach3: Signal<Local, Bits<32>>,
     credit_error: Signal<Local, Bit>,
     search_row: Signal<Local, Bit>,
@@ -422,6 +430,8 @@ impl<const A: usize> EngineLane<A> {
             nk5: Default::default(),
             ns5: Default::default(),
             nr5: Default::default(),
+            key_start5: array_init::array_init(|_| Default::default()),
+            key_run5: array_init::array_init(|_| Default::default()),
             nb5: Default::default(),
             ne5: Default::default(),
             ok5: Default::default(),
@@ -457,6 +467,8 @@ impl<const A: usize> EngineLane<A> {
             borrower3: Default::default(),
             donor3: Default::default(),
             taken4: Default::default(),
+            start4: Default::default(),
+            run4: Default::default(),
             reach3: Default::default(),
             credit_error: Default::default(),
             search_row: Default::default(),
@@ -494,6 +506,10 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.count[j].clock.next = self.clock.val();
             self.sum_a[j].clock.next = self.clock.val();
             self.sum_b[j].clock.next = self.clock.val();
+        }
+        for k in 0..2 {
+            self.key_start5[k].clock.next = self.clock.val();
+            self.key_run5[k].clock.next = self.clock.val();
         }
         for k in 0..DELAY {
             self.al_d[k].clock.next = self.clock.val();
@@ -626,22 +642,22 @@ impl<const A: usize> Logic for EngineLane<A> {
         // produce: `c1`, and a donor's `c1` plus everything it could earn. Borrowers
         // only lose credits.
         self.nk5.d.next = 0.into();
-        self.ns5.d.next = 0.into();
-        self.nr5.d.next = 0.into();
+        self.start4.next = 0.into();
+        self.run4.next = 0.into();
         self.nb5.d.next = 0.into();
         self.credit_error.next = false;
         if self.karma.val() {
             if self.fl4.q.val().get_bit(0) {
                 self.nk5.d.next = 2.into();
-                self.ns5.d.next = self.c1_4.q.val();
-                self.nr5.d.next = self.gmd4.q.val();
+                self.start4.next = self.c1_4.q.val();
+                self.run4.next = self.gmd4.q.val();
                 self.nb5.d.next = self.dm4.q.val();
             } else {
                 self.nb5.d.next = self.g_l.q.val();
                 if self.fl4.q.val().get_bit(1) & self.cf4.q.val().get_bit(0) {
                     self.nk5.d.next = 1.into();
-                    self.ns5.d.next = !self.c1_4.q.val();
-                    self.nr5.d.next = self.brun4.q.val();
+                    self.start4.next = !self.c1_4.q.val();
+                    self.run4.next = self.brun4.q.val();
                 }
             }
             self.credit_error.next = self.fl4.q.val().get_bit(3)
@@ -649,8 +665,8 @@ impl<const A: usize> Logic for EngineLane<A> {
                 | (self.fl4.q.val().get_bit(0) & self.cf4.q.val().get_bit(2));
         } else if self.maxmin.val() {
             self.nk5.d.next = 2.into();
-            self.ns5.d.next = 1.into();
-            self.nr5.d.next = self.dm4.q.val();
+            self.start4.next = 1.into();
+            self.run4.next = self.dm4.q.val();
         } else if self.fl4.q.val().get_bit(2) {
             self.nb5.d.next = self.dm4.q.val();
         } else {
@@ -659,8 +675,16 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.ok5.d.next = self.fl4.q.val().get_bit(5);
         if !self.fl4.q.val().get_bit(5) {
             self.nk5.d.next = 0.into();
-            self.nr5.d.next = 0.into();
+            self.run4.next = 0.into();
             self.nb5.d.next = 0.into();
+        }
+        // The run, and a copy of it for each search's key ranges (hdl/synth.sh keeps
+        // them): each copy feeds only its own end adder, take flag and maximums.
+        self.ns5.d.next = self.start4.val();
+        self.nr5.d.next = self.run4.val();
+        for k in 0..2 {
+            self.key_start5[k].d.next = self.start4.val();
+            self.key_run5[k].d.next = self.run4.val();
         }
         self.ne5.d.next = bits::<2>(0)
             .replace_bit(0, self.fl4.q.val().get_bit(5) & self.fl4.q.val().get_bit(4))
@@ -726,12 +750,12 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.err.d.next = self.err.q.val() | self.ne5.q.val();
         }
         self.err_out.next = self.err.q.val();
-        self.nfs6_a.d.next = !self.ns5.q.val();
-        self.end6_a.d.next = self.ns5.q.val() + self.nr5.q.val();
-        self.nfs6_b.d.next = !self.ns5.q.val();
-        self.end6_b.d.next = self.ns5.q.val() + self.nr5.q.val();
-        self.take_a6.d.next = self.load_a5.val() & (self.nr5.q.val() != 0);
-        self.take_b6.d.next = self.load_b5.val() & (self.nr5.q.val() != 0);
+        self.nfs6_a.d.next = !self.key_start5[0].q.val();
+        self.end6_a.d.next = self.key_start5[0].q.val() + self.key_run5[0].q.val();
+        self.nfs6_b.d.next = !self.key_start5[1].q.val();
+        self.end6_b.d.next = self.key_start5[1].q.val() + self.key_run5[1].q.val();
+        self.take_a6.d.next = self.load_a5.val() & (self.key_run5[0].q.val() != 0);
+        self.take_b6.d.next = self.load_b5.val() & (self.key_run5[1].q.val() != 0);
         self.nfirst_a.x.next = self.nfs6_a.q.val();
         self.end_a.x.next = self.end6_a.q.val();
         self.nfirst_b.x.next = self.nfs6_b.q.val();
