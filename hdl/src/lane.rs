@@ -12,7 +12,7 @@
 //! Timing, for a row stepped in cycle `t` (its banks are read at the end of `t`): the
 //! bank outputs are registered in `t + 1`, LOAD writes its runs in `t + 5`, gives them to
 //! its sums then and to its key ranges in `t + 6`; SEARCH gives its counts to its sums in
-//! `t + 4`; the accumulators hold them [`crate::reduce::LATENCY`] cycles later. FINAL
+//! `t + 4`; the accumulators act on them [`crate::reduce::LATENCY`] cycles later. FINAL
 //! presents its threshold flags (`at_a`, `at_b`) in `t + 4`, takes `grant` in
 //! [`GRANT_CYCLE`] and writes the credits and allocations in `t + 14`.
 //!
@@ -254,7 +254,7 @@ pub struct EngineLane<const A: usize> {
     nfs6_b: DFF<Bits<32>>,
     end6_b: DFF<Bits<32>>,
     /// The row's run extends search A's key ranges (`take_b6`: B's), decided from
-    /// stage 5 so that the maximums' enables are a compare after a flip-flop.
+    /// stage 5 so that the maximums are given a flag from a flip-flop.
     take_a6: DFF<Bit>,
     take_b6: DFF<Bit>,
     // FINAL: results without the tie-break slice, delayed until `grant`.

@@ -4,7 +4,8 @@
 //! Each lane accumulates its own users (one row per cycle, one carry chain per
 //! cycle). After a pass the lanes' accumulators shift towards lane 0, one lane per
 //! cycle, and the engine's accumulator of the same kind adds up what leaves lane 0:
-//! `P` cycles per pass instead of a chain of `P` adders in every cycle. The last lane
+//! `P` cycles per pass (and [`LATENCY`] more for the engine's accumulator) instead of a
+//! chain of `P` adders in every cycle. The last lane
 //! shifts in zero, so every accumulator ends a reduction at zero, its identity (a
 //! minimum is kept as the maximum of the complemented values).
 //!
@@ -34,9 +35,10 @@ pub struct SatAcc {
     pub clock: Signal<In, Clock>,
     /// Value to add.
     pub x: Signal<In, Bits<32>>,
-    /// Add `x` this cycle.
+    /// Add `x` (the addition is made in the next cycle).
     pub add: Signal<In, Bit>,
-    /// Take `shift_in` instead (wins over `add`).
+    /// Take `shift_in` this cycle (not in the cycle of an `add` or the one after: it
+    /// would drop the pending addition).
     pub shift: Signal<In, Bit>,
     /// The next lane's sum (0 for the last lane, or to clear).
     pub shift_in: Signal<In, Bits<32>>,

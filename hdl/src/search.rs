@@ -9,8 +9,10 @@
 use crate::count_lane::PROBES;
 use rust_hdl::prelude::*;
 
-/// Cycles from `init` or `update2` to the probes (and `more`) that follow from the new
-/// interval: five from the interval's change, which comes two cycles after either.
+/// Cycles from `init` or `update2` to the check that decides on another pass (the
+/// engine's registered copy of `more` is valid then), after which the next pass's
+/// first row takes the probes: the interval changes two cycles after `init` or
+/// `update2`, `more` follows it in two cycles and the probes in five.
 pub const PROBE_LATENCY: usize = 6;
 
 /// A radix-4 threshold search. Invariant while active: fewer than `target` keys lie
@@ -46,7 +48,7 @@ pub struct SearchUnit {
     /// Keys below each probe (held from `update1` through `update2`).
     pub count: [Signal<In, Bits<32>>; PROBES],
     /// Probes for the next pass: `lo + k max((hi - lo) / 4, 1)`, clamped to `hi`
-    /// ([`PROBE_LATENCY`] cycles after the interval changed).
+    /// (five cycles after the interval changed).
     pub probe: [Signal<Out, Bits<32>>; PROBES],
     /// The threshold once done: the `target`-th smallest key.
     pub threshold: Signal<Out, Bits<32>>,
