@@ -210,9 +210,9 @@ mod tests {
     }
 
     macro_rules! check_against_model {
-        ($block:ty, $update:ident, $apply:expr, $seed:expr) => {{
-            let cs = cycles($seed, 4_000);
-            let expect = model(&cs, $apply);
+        ($block:ty, $update:ident, $apply:expr, $cs:expr) => {{
+            let cs: &[Cycle] = $cs;
+            let expect = model(cs, $apply);
             let mut acc = <$block>::default();
             acc.connect_all();
             for (t, c) in cs.iter().enumerate() {
@@ -235,8 +235,8 @@ mod tests {
     /// adds, is cleared by a shift, and is reached again after a shifted-in sum.
     #[test]
     fn sat_acc_adds_saturating_and_shifts() {
-        let expect = check_against_model!(SatAcc, add, u32::saturating_add, 1);
         let cs = cycles(1, 4_000);
+        let expect = check_against_model!(SatAcc, add, u32::saturating_add, &cs);
         let saturated = (1..cs.len()).filter(|&t| expect[t] == u32::MAX && expect[t - 1] != u32::MAX).count();
         let wrapped = (LATENCY..cs.len())
             .filter(|&t| !cs[t].shift && cs[t - LATENCY].update)
@@ -249,8 +249,8 @@ mod tests {
     /// takes included (the comparison with the candidate taken the cycle before).
     #[test]
     fn max_acc_takes_the_largest_and_shifts() {
-        let expect = check_against_model!(MaxAcc, take, u32::max, 2);
         let cs = cycles(2, 4_000);
+        let expect = check_against_model!(MaxAcc, take, u32::max, &cs);
         let back_to_back = (LATENCY + 1..cs.len())
             .filter(|&t| !cs[t].shift && cs[t - LATENCY].update && cs[t - LATENCY - 1].update)
             .filter(|&t| expect[t] != expect[t - 1] && expect[t - 1] != expect[t - 2])
