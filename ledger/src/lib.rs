@@ -1,29 +1,41 @@
-//! # fairshare-ledger: credits that survive kill -9
+//! # fairshare-ledger: credits that survive kill -9 and a full disk
 //!
 //! Credits are the users' money. A [`Ledger`] is a folder holding the latest committed
-//! state of a run as opaque bytes (the caller chooses the encoding; the CLI writes JSON
-//! of the allocator's state). Each [`Ledger::commit`] appends one record to `log` and
-//! fsyncs it before returning, so a commit that returned survives a crash of the
-//! process or the machine. When the log grows past a threshold, the latest state is
-//! written to `snapshot` (temporary file, fsync, rename, fsync of the folder) and the log
-//! is emptied. [`Ledger::open`] reads the snapshot, then the log, and returns the
-//! latest state.
+//! state of a run as opaque bytes (the caller chooses the encoding), and the changes
+//! made since that state. [`Ledger::commit`] appends a whole state to `log`,
+//! [`Ledger::append`] a change (a small record, e.g. one tenant's new demand, that the
+//! caller applies on top of the last state); both fsync before returning, so a record
+//! that returned survives a crash of the process or the machine. When the log grows past
+//! a threshold, the next state is written to `snapshot` instead (temporary file, fsync,
+//! rename, fsync of the folder) and the log is emptied. [`Ledger::open`] reads the
+//! snapshot, then the log, and returns the latest state with the changes after it.
 //!
 //! A record is `length (u32 LE) | CRC-32 of the payload (u32 LE) | payload`, and a
-//! payload is `commit number (u64 LE) | state`: the state of the highest commit number
+//! payload is `word (u64 LE) | bytes`: the word's low 63 bits are the commit number, its
+//! top bit marks a change (clear: a whole state). The state of the highest commit number
 //! wins, so a crash between writing the snapshot and emptying the log cannot bring an
-//! older state back. A process
-//! killed in the middle of an append leaves an incomplete or mismatching last record:
-//! it is dropped (the log is cut back to its last whole record), and the state is the
-//! one of the last commit that returned. A record that fails its checksum but is
-//! followed by more data, or a damaged snapshot, is not a crash's trace but damage: it
-//! is an error, and nothing is changed.
+//! older state back. A process killed in the middle of an append leaves an incomplete
+//! or mismatching last record: it is dropped (the log is cut back to its last whole
+//! record), and the state is the one of the last commit that returned. A record that
+//! fails its checksum but is followed by more data, or a damaged snapshot, is not a
+//! crash's trace but damage: it is an error, and nothing is changed.
+//!
+//! A failed write (a full disk, an I/O error) changes nothing either: the record is not
+//! counted, the torn bytes it may have left are cut before the next write, and once the
+//! disk has room again the next commit succeeds, with no restart.
+//!
+//! Truncation is refused, not mistaken for a new run: the file `head` holds the highest
+//! commit number that returned (two checksummed slots, written in turn after each commit,
+//! so a torn write leaves the other). If the log and snapshot end before it, the log was
+//! cut or replaced after the fact (not by a crash, which only loses a record that never
+//! returned): [`Ledger::open`] fails with [`LedgerError::Truncated`]. `head` is written
+//! without its own fsync: after a power loss it may lag (a weaker check), never lead.
 //!
 //! Why a log of our own rather than an embedded database: a run's state is one value
 //! replaced every quantum, so the only operations are "append the new value durably"
-//! and "read the last one"; a 4-byte checksum per record and fsync give that in ~200
-//! lines that are easy to fuzz ([`records`] is the reader the fuzz test drives), with
-//! no file format we do not control.
+//! and "read the last one"; a 4-byte checksum per record and fsync give that in a few
+//! hundred lines that are easy to fuzz ([`records`] is the reader the fuzz test drives),
+//! with no file format we do not control.
 //!
 //! One writer at a time: the folder's `lock` file is held with `flock` while the
 //! ledger is open; a second writer is refused. This crate depends on no other fairshare
@@ -87,6 +99,22 @@ pub enum LedgerError {
         found: String,
         /// The identity of this run.
         expected: String,
+    },
+    /// The log and snapshot end before the last commit that returned (`head`): they were
+    /// cut, emptied or replaced after the fact.
+    #[error(
+        "{}: the ledger ends at commit {found}, but commit {acknowledged} was acknowledged (its file `head` says so): \
+         the log was truncated, emptied or replaced; restore the folder from a backup, or remove its `head` to accept \
+         the loss",
+        path.display()
+    )]
+    Truncated {
+        /// The ledger's folder.
+        path: PathBuf,
+        /// The last commit the log and snapshot hold.
+        found: u64,
+        /// The last commit that returned.
+        acknowledged: u64,
     },
     /// A file of the ledger is damaged (not by a crash, which only cuts the log's end).
     #[error("{}: damaged at byte {offset}: {reason}", path.display())]
@@ -160,26 +188,85 @@ pub fn record(payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The top bit of a payload's word: the record is a change, not a whole state.
+const CHANGE: u64 = 1 << 63;
+
+/// What [`Ledger::open`] found: the latest whole state and the changes committed after
+/// it, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// The latest state (`None` for a new ledger).
+    pub state: Option<Vec<u8>>,
+    /// The changes appended after that state, in the order they were committed.
+    pub changes: Vec<Vec<u8>>,
+}
+
 /// An open ledger: the folder, its lock, and the log appended to.
 #[derive(Debug)]
 pub struct Ledger {
     dir: PathBuf,
     log: File,
+    /// Bytes of whole, committed records in the log: where the next append goes.
     log_len: u64,
+    /// The last commit number that returned.
     seq: u64,
+    /// A write failed after it may have reached the file: cut the log back to
+    /// `log_len` before the next one.
+    torn: bool,
+    head: Head,
     _lock: File,
 }
 
-/// The commit number and state of a payload, or `None` when it is too short.
+/// The commit number and bytes of a payload, or `None` when it is too short.
 fn numbered(payload: &[u8]) -> Option<(u64, &[u8])> {
-    let (seq, state) = payload.split_first_chunk::<8>()?;
-    Some((u64::from_le_bytes(*seq), state))
+    let (word, bytes) = payload.split_first_chunk::<8>()?;
+    Some((u64::from_le_bytes(*word), bytes))
+}
+
+/// The file `head`: the highest commit number that returned, in two slots of
+/// `number (u64 LE) | CRC-32 of it (u32 LE) | 0 (u32)`, written in turn.
+#[derive(Debug)]
+struct Head {
+    path: PathBuf,
+    file: File,
+}
+
+const HEAD_SLOT: usize = 16;
+
+impl Head {
+    /// The highest valid slot of `bytes`, `None` if neither is valid.
+    fn read(bytes: &[u8]) -> Option<u64> {
+        bytes
+            .chunks_exact(HEAD_SLOT)
+            .take(2)
+            .filter_map(|slot| {
+                let seq = u64::from_le_bytes(slot[0..8].try_into().ok()?);
+                let crc = u32::from_le_bytes(slot[8..12].try_into().ok()?);
+                (crc32fast::hash(&slot[0..8]) == crc).then_some(seq)
+            })
+            .max()
+    }
+
+    /// Records `seq` in its slot (overwriting bytes already allocated: it needs no new
+    /// space on a full disk).
+    fn write(&mut self, seq: u64) -> io::Result<()> {
+        self.write_slot(seq % 2, seq)
+    }
+
+    fn write_slot(&mut self, slot: u64, seq: u64) -> io::Result<()> {
+        let mut bytes = [0u8; HEAD_SLOT];
+        bytes[0..8].copy_from_slice(&seq.to_le_bytes());
+        bytes[8..12].copy_from_slice(&crc32fast::hash(&seq.to_le_bytes()).to_le_bytes());
+        self.file.seek(SeekFrom::Start(slot * HEAD_SLOT as u64))?;
+        self.file.write_all(&bytes)
+    }
 }
 
 impl Ledger {
-    /// [`Ledger::open`] for the ledger of one run: the latest state is decoded with
-    /// `decode` (the caller's encoding), and refused unless `identity` of it equals
-    /// `expected` (a ledger of another run, e.g. another trace or pool).
+    /// [`Ledger::open`] for the ledger of one run that keeps whole states only: the
+    /// latest state is decoded with `decode` (the caller's encoding), and refused unless
+    /// `identity` of it equals `expected` (a ledger of another run, e.g. another trace or
+    /// pool). A ledger holding changes is not one of these runs' and is refused.
     pub fn open_run<T>(
         dir: &Path,
         decode: impl FnOnce(&[u8]) -> Result<T, String>,
@@ -187,7 +274,13 @@ impl Ledger {
         expected: &str,
     ) -> Result<(Ledger, Option<T>), LedgerError> {
         let (ledger, latest) = Ledger::open(dir)?;
-        let Some(bytes) = latest else { return Ok((ledger, None)) };
+        if !latest.changes.is_empty() {
+            return Err(LedgerError::Unreadable {
+                path: dir.to_path_buf(),
+                reason: format!("it holds {} change records, which this run does not keep", latest.changes.len()),
+            });
+        }
+        let Some(bytes) = latest.state else { return Ok((ledger, None)) };
         let state = decode(&bytes).map_err(|reason| LedgerError::Unreadable { path: dir.to_path_buf(), reason })?;
         let found = identity(&state);
         if found != expected {
@@ -201,9 +294,10 @@ impl Ledger {
     }
 
     /// Opens (creating if needed) the ledger in `dir` and returns it with the latest
-    /// committed state, `None` for a new ledger. A log cut by a crash is repaired (cut
-    /// back to its last whole record); damage is an error and changes nothing.
-    pub fn open(dir: &Path) -> Result<(Ledger, Option<Vec<u8>>), LedgerError> {
+    /// committed state and the changes after it (nothing for a new ledger). A log cut by
+    /// a crash is repaired (cut back to its last whole record); damage, or a log that
+    /// ends before the last commit that returned, is an error and changes nothing.
+    pub fn open(dir: &Path) -> Result<(Ledger, Recovered), LedgerError> {
         fs::create_dir_all(dir).map_err(io_error("creating the folder", dir))?;
         let lock_path = dir.join("lock");
         let lock = OpenOptions::new()
@@ -220,15 +314,15 @@ impl Ledger {
             offset: offset as u64,
             reason: reason.to_string(),
         };
+        // The latest whole state: (commit number, bytes).
         let mut latest: Option<(u64, Vec<u8>)> = match fs::read(&snapshot_path) {
             Ok(bytes) => {
                 let r = records(&bytes);
                 match (r.payloads.as_slice(), r.valid_len == bytes.len()) {
-                    ([one], true) => {
-                        let (seq, state) =
-                            numbered(one).ok_or_else(|| damaged(&snapshot_path, 0, "a record without its number"))?;
-                        Some((seq, state.to_vec()))
-                    }
+                    ([one], true) => match numbered(one) {
+                        Some((word, state)) if word & CHANGE == 0 => Some((word, state.to_vec())),
+                        _ => return Err(damaged(&snapshot_path, 0, "the snapshot's record is not a whole state")),
+                    },
                     _ => {
                         return Err(LedgerError::Damaged {
                             path: snapshot_path,
@@ -255,14 +349,38 @@ impl Ledger {
         if let Err(reason) = r.tail {
             return Err(LedgerError::Damaged { path: log_path, offset: r.valid_len as u64, reason });
         }
+        // Every record of the log with its number: the changes after the latest state count.
         let mut offset = 0;
+        let mut changes: Vec<(u64, &[u8])> = Vec::new();
+        let mut last = latest.as_ref().map_or(0, |(s, _)| *s);
         for payload in &r.payloads {
-            let (seq, state) =
+            let (word, body) =
                 numbered(payload).ok_or_else(|| damaged(&log_path, offset, "a record without its number"))?;
-            if latest.as_ref().is_none_or(|(s, _)| seq > *s) {
-                latest = Some((seq, state.to_vec()));
+            let seq = word & !CHANGE;
+            last = last.max(seq);
+            if word & CHANGE != 0 {
+                changes.push((seq, body));
+            } else if latest.as_ref().is_none_or(|(s, _)| seq > *s) {
+                latest = Some((seq, body.to_vec()));
             }
             offset += HEADER + payload.len();
+        }
+        let since = latest.as_ref().map_or(0, |(s, _)| *s);
+        let changes: Vec<Vec<u8>> = changes.into_iter().filter(|(s, _)| *s > since).map(|(_, b)| b.to_vec()).collect();
+        // The last commit that returned, as `head` remembers it.
+        let head_path = dir.join("head");
+        let head_bytes = match fs::read(&head_path) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_error("reading", &head_path)(e)),
+        };
+        if let Some(b) = &head_bytes {
+            let Some(acknowledged) = Head::read(b) else {
+                return Err(damaged(&head_path, 0, "neither slot of the head file is valid"));
+            };
+            if acknowledged > last {
+                return Err(LedgerError::Truncated { path: dir.to_path_buf(), found: last, acknowledged });
+            }
         }
         let log_len = r.valid_len as u64;
         if log_len < bytes.len() as u64 {
@@ -270,8 +388,25 @@ impl Ledger {
             log.sync_all().map_err(io_error("syncing", &log_path))?;
         }
         log.seek(SeekFrom::Start(log_len)).map_err(io_error("seeking in", &log_path))?;
-        let seq = latest.as_ref().map_or(0, |(s, _)| *s);
-        Ok((Ledger { dir: dir.to_path_buf(), log, log_len, seq, _lock: lock }, latest.map(|(_, state)| state)))
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&head_path)
+            .map_err(io_error("opening", &head_path))?;
+        let mut head = Head { path: head_path, file };
+        if head_bytes.as_ref().is_none_or(|b| b.len() < 2 * HEAD_SLOT) {
+            // A new ledger, or one written before `head` existed: both slots, made durable
+            // (and allocated, so that later writes need no space).
+            for slot in [0, 1] {
+                head.write_slot(slot, last).map_err(io_error("writing", &head.path))?;
+            }
+            head.file.sync_all().map_err(io_error("syncing", &head.path))?;
+            File::open(dir).and_then(|d| d.sync_all()).map_err(io_error("syncing", dir))?;
+        }
+        let recovered = Recovered { state: latest.map(|(_, state)| state), changes };
+        let ledger = Ledger { dir: dir.to_path_buf(), log, log_len, seq: last, torn: false, head, _lock: lock };
+        Ok((ledger, recovered))
     }
 
     /// The folder.
@@ -279,44 +414,94 @@ impl Ledger {
         &self.dir
     }
 
-    /// Commits `state` durably: when this returns `Ok`, a later [`Ledger::open`] returns
-    /// `state` (or a later commit's), whatever happens to the process.
+    /// The number of the last commit that returned (0 for a new ledger).
+    pub fn commits(&self) -> u64 {
+        self.seq
+    }
+
+    /// Commits a whole `state` durably: when this returns `Ok`, a later [`Ledger::open`]
+    /// returns `state` (or a later commit's), whatever happens to the process. On an
+    /// error nothing is committed, and the ledger is fit for the next try.
     pub fn commit(&mut self, state: &[u8]) -> Result<(), LedgerError> {
-        if state.len() + 8 > MAX_PAYLOAD {
-            return Err(LedgerError::TooLarge { path: self.dir.clone(), len: state.len() });
-        }
-        let mut payload = Vec::with_capacity(8 + state.len());
-        payload.extend_from_slice(&(self.seq + 1).to_le_bytes());
-        payload.extend_from_slice(state);
-        if self.log_len > COMPACT_AFTER {
-            self.snapshot(&payload)?;
-            self.seq += 1;
-            return Ok(());
+        self.write(state, false)
+    }
+
+    /// Commits a change on top of the last state durably (as [`Ledger::commit`]); a later
+    /// [`Ledger::open`] returns it among [`Recovered::changes`] until the next state.
+    pub fn append(&mut self, change: &[u8]) -> Result<(), LedgerError> {
+        self.write(change, true)
+    }
+
+    fn write(&mut self, bytes: &[u8], change: bool) -> Result<(), LedgerError> {
+        if bytes.len() + 8 > MAX_PAYLOAD {
+            return Err(LedgerError::TooLarge { path: self.dir.clone(), len: bytes.len() });
         }
         let log_path = self.dir.join("log");
-        let framed = record(&payload);
-        self.log.write_all(&framed).map_err(io_error("appending to", &log_path))?;
-        self.log.sync_data().map_err(io_error("syncing", &log_path))?;
-        self.log_len += framed.len() as u64;
-        self.seq += 1;
+        self.cut_failed_write().map_err(io_error("cutting a failed write from", &log_path))?;
+        let seq = self.seq + 1;
+        let word = if change { seq | CHANGE } else { seq };
+        let mut payload = Vec::with_capacity(8 + bytes.len());
+        payload.extend_from_slice(&word.to_le_bytes());
+        payload.extend_from_slice(bytes);
+        if !change && self.log_len > COMPACT_AFTER {
+            self.snapshot(&payload)?;
+        } else {
+            let framed = record(&payload);
+            self.torn = true;
+            let written = self.log.write_all(&framed).map_err(io_error("appending to", &log_path));
+            let synced = written.and_then(|()| self.log.sync_data().map_err(io_error("syncing", &log_path)));
+            if let Err(e) = synced {
+                // Cut now if the file lets us (else before the next write): a record whose
+                // fsync failed may be whole, and must not come back at the next open.
+                let _ = self.cut_failed_write();
+                return Err(e);
+            }
+            self.torn = false;
+            self.log_len += framed.len() as u64;
+        }
+        self.seq = seq;
+        // Durable now. `head` only bounds truncation from below: if it cannot be written
+        // it lags (and the next commit writes it), which weakens the check, not the commit.
+        let _ = self.head.write(seq);
         Ok(())
     }
 
-    /// Writes `payload` as the snapshot (atomically) and empties the log.
+    /// Cuts the log back to its committed records after a failed write.
+    fn cut_failed_write(&mut self) -> io::Result<()> {
+        if self.torn {
+            self.log.set_len(self.log_len)?;
+            self.log.seek(SeekFrom::Start(self.log_len))?;
+            self.torn = false;
+        }
+        Ok(())
+    }
+
+    /// Writes `payload` (a whole state) as the snapshot (atomically) and empties the
+    /// log. Committed once the rename is done; a failure before leaves everything as it
+    /// was, one after only leaves the older records in the log.
     fn snapshot(&mut self, payload: &[u8]) -> Result<(), LedgerError> {
         let path = self.dir.join("snapshot");
         let tmp = self.dir.join("snapshot.tmp");
-        let mut file = File::create(&tmp).map_err(io_error("creating", &tmp))?;
-        file.write_all(&record(payload)).map_err(io_error("writing", &tmp))?;
-        file.sync_all().map_err(io_error("syncing", &tmp))?;
-        fs::rename(&tmp, &path).map_err(io_error("renaming into place", &path))?;
-        File::open(&self.dir).and_then(|d| d.sync_all()).map_err(io_error("syncing", &self.dir))?;
+        let written = (|| {
+            let mut file = File::create(&tmp).map_err(io_error("creating", &tmp))?;
+            file.write_all(&record(payload)).map_err(io_error("writing", &tmp))?;
+            file.sync_all().map_err(io_error("syncing", &tmp))?;
+            fs::rename(&tmp, &path).map_err(io_error("renaming into place", &path))
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // The rename is the commit; the folder's fsync makes it survive a power loss.
+        let _ = File::open(&self.dir).and_then(|d| d.sync_all());
         // The snapshot holds the latest state now; the log's records are older.
-        let log_path = self.dir.join("log");
-        self.log.set_len(0).map_err(io_error("emptying", &log_path))?;
-        self.log.seek(SeekFrom::Start(0)).map_err(io_error("seeking in", &log_path))?;
-        self.log.sync_all().map_err(io_error("syncing", &log_path))?;
-        self.log_len = 0;
+        if self.log.set_len(0).is_ok() && self.log.seek(SeekFrom::Start(0)).is_ok() {
+            let _ = self.log.sync_all();
+            self.log_len = 0;
+        } else {
+            // Still whole: the next write cuts it back to its records and goes on.
+            self.torn = true;
+        }
         Ok(())
     }
 }
@@ -332,12 +517,12 @@ mod tests {
         let dir = tempfile::tempdir()?;
         {
             let (mut l, latest) = Ledger::open(dir.path())?;
-            assert_eq!(latest, None);
+            assert_eq!(latest, Recovered::default());
             l.commit(b"one")?;
             l.commit(b"two")?;
         }
         let (_, latest) = Ledger::open(dir.path())?;
-        assert_eq!(latest.as_deref(), Some(&b"two"[..]));
+        assert_eq!(latest.state.as_deref(), Some(&b"two"[..]));
         Ok(())
     }
 
@@ -365,7 +550,7 @@ mod tests {
         let bad = Ledger::open_run(dir.path(), refuse, |s| &s.0, "a").err().ok_or("undecodable state accepted")?;
         assert!(bad.to_string().contains("unreadable: bad bytes"), "{bad}");
         // Refusals change nothing: the run's state is still there.
-        assert_eq!(Ledger::open(dir.path())?.1.as_deref(), Some(&b"a:7"[..]));
+        assert_eq!(Ledger::open(dir.path())?.1.state.as_deref(), Some(&b"a:7"[..]));
         Ok(())
     }
 
@@ -382,11 +567,11 @@ mod tests {
         torn.truncate(torn.len() - 3);
         OpenOptions::new().append(true).open(&log)?.write_all(&torn)?;
         let (mut l, latest) = Ledger::open(dir.path())?;
-        assert_eq!(latest.as_deref(), Some(&b"kept"[..]));
+        assert_eq!(latest.state.as_deref(), Some(&b"kept"[..]));
         assert_eq!(fs::metadata(&log)?.len(), whole, "the torn end is cut");
         l.commit(b"next")?;
         drop(l);
-        assert_eq!(Ledger::open(dir.path())?.1.as_deref(), Some(&b"next"[..]));
+        assert_eq!(Ledger::open(dir.path())?.1.state.as_deref(), Some(&b"next"[..]));
         Ok(())
     }
 
@@ -432,7 +617,7 @@ mod tests {
         assert!(dir.path().join("snapshot").exists());
         assert!(fs::metadata(dir.path().join("log"))?.len() <= COMPACT_AFTER + (1 << 20) + HEADER as u64);
         let (_, latest) = Ledger::open(dir.path())?;
-        assert_eq!(latest.map(|s| s[0]), Some(11));
+        assert_eq!(latest.state.map(|s| s[0]), Some(11));
         Ok(())
     }
 
@@ -451,10 +636,10 @@ mod tests {
         fs::write(dir.path().join("snapshot"), record(&payload))?;
         assert_eq!(fs::read(dir.path().join("log"))?, log);
         let (mut l, latest) = Ledger::open(dir.path())?;
-        assert_eq!(latest.as_deref(), Some(&b"newest"[..]));
+        assert_eq!(latest.state.as_deref(), Some(&b"newest"[..]));
         l.commit(b"fourth")?;
         drop(l);
-        assert_eq!(Ledger::open(dir.path())?.1.as_deref(), Some(&b"fourth"[..]));
+        assert_eq!(Ledger::open(dir.path())?.1.state.as_deref(), Some(&b"fourth"[..]));
         Ok(())
     }
 
@@ -464,6 +649,115 @@ mod tests {
         fs::write(dir.path().join("snapshot"), b"not a record at all")?;
         let e = Ledger::open(dir.path()).expect_err("damaged");
         assert!(e.to_string().contains("snapshot"), "{e}");
+        Ok(())
+    }
+
+    #[test]
+    fn changes_follow_their_state_until_the_next_state() -> Result {
+        let dir = tempfile::tempdir()?;
+        {
+            let (mut l, _) = Ledger::open(dir.path())?;
+            l.append(b"before any state")?;
+            l.commit(b"s1")?;
+            l.append(b"c1")?;
+            l.append(b"c2")?;
+            assert_eq!(l.commits(), 4);
+        }
+        let (mut l, latest) = Ledger::open(dir.path())?;
+        assert_eq!(latest.state.as_deref(), Some(&b"s1"[..]));
+        assert_eq!(latest.changes, [b"c1".to_vec(), b"c2".to_vec()], "in order, only those after the state");
+        l.commit(b"s2")?;
+        drop(l);
+        let (_, latest) = Ledger::open(dir.path())?;
+        assert_eq!(latest, Recovered { state: Some(b"s2".to_vec()), changes: vec![] });
+        // A run that keeps whole states only refuses a ledger with changes.
+        let dir = tempfile::tempdir()?;
+        Ledger::open(dir.path())?.0.append(b"c")?;
+        let e = Ledger::open_run(dir.path(), decode, |s| &s.0, "a").err().ok_or("changes accepted")?;
+        assert!(e.to_string().contains("1 change records"), "{e}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_changes_record_survives_compaction_of_its_state() -> Result {
+        let dir = tempfile::tempdir()?;
+        let big = vec![1u8; 3 << 20];
+        {
+            let (mut l, _) = Ledger::open(dir.path())?;
+            for _ in 0..3 {
+                l.commit(&big)?;
+            }
+            // The log is past the threshold: this state goes to the snapshot.
+            l.commit(b"small")?;
+            assert_eq!(fs::metadata(dir.path().join("log"))?.len(), 0);
+            l.append(b"after the snapshot")?;
+        }
+        let (_, latest) = Ledger::open(dir.path())?;
+        assert_eq!(latest.state.as_deref(), Some(&b"small"[..]));
+        assert_eq!(latest.changes, [b"after the snapshot".to_vec()]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_truncated_or_emptied_log_is_refused_not_restarted() -> Result {
+        let dir = tempfile::tempdir()?;
+        {
+            let (mut l, _) = Ledger::open(dir.path())?;
+            for i in 0..5u8 {
+                l.commit(&[i; 10])?;
+            }
+        }
+        let log = dir.path().join("log");
+        let bytes = fs::read(&log)?;
+        let record_len = (HEADER + 8 + 10) as u64;
+        // Cut after three whole records: not a crash's trace (commits 4 and 5 returned).
+        OpenOptions::new().write(true).open(&log)?.set_len(3 * record_len)?;
+        let e = Ledger::open(dir.path()).expect_err("a cut log opened");
+        assert!(matches!(e, LedgerError::Truncated { found: 3, acknowledged: 5, .. }), "{e}");
+        assert!(e.to_string().contains("ends at commit 3, but commit 5 was acknowledged"), "{e}");
+        // Emptied: refused too, and nothing changed.
+        fs::write(&log, b"")?;
+        let e = Ledger::open(dir.path()).expect_err("an empty log opened");
+        assert!(matches!(e, LedgerError::Truncated { found: 0, acknowledged: 5, .. }), "{e}");
+        assert_eq!(fs::metadata(&log)?.len(), 0);
+        // Put back whole, it opens at commit 5.
+        fs::write(&log, &bytes)?;
+        let (l, latest) = Ledger::open(dir.path())?;
+        assert_eq!((l.commits(), latest.state), (5, Some(vec![4; 10])));
+        drop(l);
+        // The operator's way to accept a loss: remove `head`.
+        fs::write(&log, b"")?;
+        fs::remove_file(dir.path().join("head"))?;
+        let (l, latest) = Ledger::open(dir.path())?;
+        assert_eq!((l.commits(), latest.state), (0, None));
+        Ok(())
+    }
+
+    #[test]
+    fn a_ledger_without_head_gets_one_and_a_torn_slot_leaves_the_other() -> Result {
+        let dir = tempfile::tempdir()?;
+        {
+            let (mut l, _) = Ledger::open(dir.path())?;
+            for i in 0..4u8 {
+                l.commit(&[i])?;
+            }
+        }
+        // As a ledger written before `head` existed.
+        fs::remove_file(dir.path().join("head"))?;
+        assert_eq!(Ledger::open(dir.path())?.0.commits(), 4);
+        let head = dir.path().join("head");
+        assert_eq!(Head::read(&fs::read(&head)?), Some(4));
+        // Commit 5 goes to slot 1; a torn slot 1 leaves slot 0's 4, still a lower bound.
+        Ledger::open(dir.path())?.0.commit(b"five")?;
+        let mut bytes = fs::read(&head)?;
+        assert_eq!(Head::read(&bytes), Some(5));
+        bytes[HEAD_SLOT] ^= 0xff;
+        fs::write(&head, &bytes)?;
+        assert_eq!(Ledger::open(dir.path())?.1.state.as_deref(), Some(&b"five"[..]));
+        // Both slots damaged: an error naming the file.
+        fs::write(&head, [0xffu8; 2 * HEAD_SLOT])?;
+        let e = Ledger::open(dir.path()).expect_err("damaged head");
+        assert!(e.to_string().contains("head") && e.to_string().contains("neither slot"), "{e}");
         Ok(())
     }
 }
