@@ -226,6 +226,27 @@ impl Allocator {
         Ok(())
     }
 
+    /// Where the pool is between quanta (quanta run, last allocations, credits), to
+    /// come back to with [`Allocator::roll_back`] if a quantum's result cannot be kept
+    /// (e.g. its commit to a ledger failed). Copies two vectors of the users' length.
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint { quantum: self.quantum, alloc: self.alloc.clone(), credits: self.credits.clone() }
+    }
+
+    /// Puts the pool back where it was at `savepoint`, taken from this pool since its
+    /// users last changed. A savepoint of another user count is refused and changes
+    /// nothing.
+    pub fn roll_back(&mut self, savepoint: Savepoint) -> Result<()> {
+        let n = self.config.users.len();
+        if savepoint.alloc.len() != n || savepoint.credits.len() != n {
+            return Err(Error::SharesLength { expected: n, got: savepoint.credits.len() });
+        }
+        self.quantum = savepoint.quantum;
+        self.alloc = savepoint.alloc;
+        self.credits = savepoint.credits;
+        Ok(())
+    }
+
     /// The complete state: enough to continue elsewhere with the same results.
     pub fn export_state(&self) -> AllocatorState {
         AllocatorState {
@@ -274,6 +295,21 @@ impl Allocator {
         pool.quantum = state.quantum;
         pool.alloc = state.users.iter().map(|u| u.alloc).collect();
         Ok(pool)
+    }
+}
+
+/// A pool's place between quanta ([`Allocator::savepoint`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Savepoint {
+    quantum: u64,
+    alloc: Vec<u64>,
+    credits: Vec<Credits>,
+}
+
+impl Savepoint {
+    /// Quanta the pool had run.
+    pub fn quantum(&self) -> u64 {
+        self.quantum
     }
 }
 

@@ -23,7 +23,7 @@ pub mod offload;
 pub mod policy;
 pub mod vectors;
 
-pub use allocator::{Allocator, AllocatorState, PoolChange, UserState};
+pub use allocator::{Allocator, AllocatorState, PoolChange, Savepoint, UserState};
 pub use config::{Alpha, KarmaParams, PoolConfig, UserConfig};
 pub use credits::Credits;
 pub use error::{Error, Result};

@@ -35,6 +35,7 @@
 
 mod verifier;
 
+use crate::allocator::Savepoint;
 use crate::error::Result;
 use crate::policy::invariants;
 use crate::{Allocator, Credits, Policy};
@@ -413,6 +414,54 @@ impl Offload {
         self.poll_verifier();
     }
 
+    /// Where the pool is between quanta ([`Allocator::savepoint`]), to come back to with
+    /// [`Offload::roll_back`].
+    pub fn savepoint(&self) -> Savepoint {
+        self.pool.savepoint()
+    }
+
+    /// Puts the pool back at `savepoint`, taken before a quantum whose result the caller
+    /// could not keep (e.g. its commit to a ledger failed). Waits for the verifier first
+    /// ([`Offload::settle`]); on a device, the credits are written back there (read back
+    /// and compared) and the verifier restarts from them. A device that fails this is
+    /// dropped, with the reason in [`Offload::fallback`]: the pool is right either way.
+    /// A savepoint of another user count is refused and changes nothing.
+    pub fn roll_back(&mut self, savepoint: Savepoint) -> Result<()> {
+        self.settle();
+        self.pool.roll_back(savepoint)?;
+        // The verifier's copy of the pool is at the quantum rolled back: it stops here
+        // (everything it had was checked by `settle`) and starts again below.
+        if let Some(v) = self.verifier.take() {
+            self.checks = v.checks;
+        }
+        let Some(limits) = self.device.as_ref().map(|d| d.limits) else { return Ok(()) };
+        let shape = match device_shape(&self.pool, &limits) {
+            Ok(shape) => shape,
+            Err(e) => {
+                self.drop_device(e);
+                return Ok(());
+            }
+        };
+        if let Err(e) = self.restore(&shape.credits) {
+            self.drop_device(e);
+            return Ok(());
+        }
+        self.credit_words = shape.credits;
+        if matches!(self.verify, Verify::Async | Verify::Sample(_)) {
+            match Verifier::start(self.pool.clone()) {
+                Ok(mut v) => {
+                    v.checks = self.checks;
+                    self.verifier = Some(v);
+                }
+                Err(e) => self.drop_device(DeviceError::Io {
+                    what: "starting the verifier thread".into(),
+                    source: std::sync::Arc::new(e),
+                }),
+            }
+        }
+        Ok(())
+    }
+
     /// Runs one quantum (on the device while it is healthy). Errors are the software's
     /// (a wrong demand length, a credit overflow) and change nothing.
     pub fn allocate(&mut self, demand: &[u64]) -> Result<&[u64]> {
@@ -709,7 +758,7 @@ fn differs(alloc: &[u32], credits: &[u32], want_alloc: &[u64], want_credits: &[C
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::{Alpha, PoolConfig};
+    use crate::{Alpha, PoolConfig, UserConfig};
 
     /// What a fake device does wrong, and when (1-based quantum on the device).
     #[derive(Clone, Copy, Debug)]
@@ -911,6 +960,46 @@ mod tests {
                         None => assert_eq!(checks.while_waiting, 0, "{verify}: {checks:?}"),
                     }
                 }
+            }
+        }
+    }
+
+    /// Quanta rolled back at random points (as when their commit fails) leave the pool,
+    /// the device and the verifier where they were: every later quantum equals a
+    /// software run that never saw the rolled-back ones, and the device stays in use.
+    #[test]
+    fn rolled_back_quanta_leave_no_trace_on_device_or_verifier() {
+        for policy in Policy::ALL {
+            for (verify, apart) in MODES.into_iter().flat_map(|v| APART.map(|a| (v, a))) {
+                let device = Fake { apart, ..fake(policy, Fault::None) };
+                let mut o = Offload::new(pool(policy), Box::new(device), verify);
+                let mut reference = pool(policy);
+                for (q, d) in demands().iter().enumerate() {
+                    if q % 3 == 1 {
+                        let at = o.savepoint();
+                        // A quantum on other demands, whose result is thrown away.
+                        let other: Vec<u64> = d.iter().map(|x| 10 - x).collect();
+                        o.allocate(&other).unwrap();
+                        o.roll_back(at).unwrap();
+                        assert_eq!(o.pool().credits(), reference.credits(), "{verify}: rolled back");
+                    }
+                    let got = o.allocate(d).unwrap().to_vec();
+                    assert_eq!(got, reference.allocate(d).unwrap(), "{policy:?} {verify} {apart:?}: quantum {q}");
+                    assert_eq!(o.pool().quantum(), reference.quantum());
+                }
+                o.settle();
+                assert!(o.on_device() && o.fallback().is_none(), "{verify}: {:?}", o.fallback());
+                assert_eq!(o.pool().credits(), reference.credits(), "{verify}");
+                // A savepoint of another pool shape is refused and changes nothing.
+                let mut bigger = pool(policy);
+                bigger
+                    .join(
+                        UserConfig::with_alpha("x", 4, Alpha::new(1, 2).unwrap(), Credits::ZERO),
+                        crate::PoolChange::Resize,
+                    )
+                    .unwrap();
+                assert!(o.roll_back(bigger.savepoint()).is_err());
+                assert_eq!(o.pool().credits(), reference.credits());
             }
         }
     }
