@@ -231,9 +231,10 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
         /// Where the API listens: ADDRESS:PORT (loopback by default; port 0 picks a free
-        /// port) or unix:PATH.
+        /// port) or unix:PATH. An address beyond loopback needs [auth] and [tls] in the
+        /// configuration, or --insecure.
         #[arg(long, default_value = "127.0.0.1:9464")]
-        listen: fairshare_service::http::Listen,
+        listen: fairshare_service::server::Listen,
         /// Keep the credits in a durable ledger in this folder; a restart resumes from it.
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
@@ -241,6 +242,14 @@ enum Command {
         /// POST /v1/quantum).
         #[arg(long, default_value = "wall", value_parser = ["wall", "manual"])]
         clock: String,
+        /// Serve on an address beyond loopback without [auth] and [tls] (anyone who
+        /// reaches the port may change the pool).
+        #[arg(long)]
+        insecure: bool,
+        /// Resume a ledger (--state) made with another configuration, applying the
+        /// file's: new shares, policy, tenants joining and leaving (each logged).
+        #[arg(long)]
+        accept_config_changes: bool,
         #[command(flatten)]
         device: DeviceArgs,
     },
@@ -613,21 +622,23 @@ fn main() -> ExitCode {
             };
             replay::run(&req).map(|_| ExitCode::SUCCESS)
         }
-        Command::Serve { config, listen, state, clock, device } => {
+        Command::Serve { config, listen, state, clock, insecure, accept_config_changes, device } => {
             let clock = if clock == "manual" {
                 fairshare_service::http::Clock::Manual
             } else {
                 fairshare_service::http::Clock::Wall
             };
-            let options = fairshare_service::http::ServeOptions {
+            let options = fairshare_service::server::ServeOptions {
                 config,
                 listen,
                 state,
                 backend: device.backend.clone(),
                 device: device.options(),
                 clock,
+                insecure,
+                accept_config_changes,
             };
-            fairshare_service::http::serve(options, |addr| {
+            fairshare_service::server::serve(options, |addr| {
                 println!("fairshare serve: listening on {addr}");
                 let _ = std::io::Write::flush(&mut std::io::stdout());
             })

@@ -415,7 +415,8 @@ fn the_htb_tree_is_owned_replaced_when_stale_and_removed_on_exit() {
     tc(&lab, &["qdisc", "add", "dev", "va", "root", "handle", "1:", "pfifo"]);
     let out = Command::new("ip")
         .args(["netns", "exec", &lab.a, env!("CARGO_BIN_EXE_fairshare"), "serve", "--clock", "manual"])
-        .args(["--config", cfg.to_str().unwrap(), "--listen", "unix:/nonexistent/never-bound.sock"])
+        .args(["--config", cfg.to_str().unwrap(), "--listen"])
+        .arg(format!("unix:{}", lab.dir.path().join("refused.sock").display()))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -1,76 +1,28 @@
 //! `fairshare serve` end to end: the binary started on a free port, driven over HTTP
-//! with a minimal HTTP/1.1 client (no client crate needed for a few requests).
+//! with the minimal client of `common`. Access control, exposure, TLS, signals, sockets
+//! and the ledger's refusals are in cli/tests/exposed.rs.
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
+use common::{example, Running as Server};
 use serde_json::Value;
 
-/// A running `fairshare serve`, killed when dropped.
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `fairshare ARGS` with its first line on stdout (it says the command is ready).
-fn spawn_until_first_line(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fairshare"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    (child, line)
-}
-
 fn serve(config: &Path, extra: &[&str]) -> Server {
-    let mut args = vec!["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    let (child, line) = spawn_until_first_line(&args);
-    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
-    assert!(addr.contains(':'), "no address in {line:?}");
-    Server { child, addr }
+    common::serve(config, extra)
 }
 
-/// One request; the status and the body.
 fn http(s: &Server, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(&s.addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
-    (status, body)
+    s.http(method, path, body)
 }
 
 fn json(s: &Server, method: &str, path: &str, body: &str) -> Value {
-    let (status, text) = http(s, method, path, body);
-    assert!((200..300).contains(&status), "{method} {path}: {status} {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
-fn example() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/serve.toml")
+    s.json(method, path, body)
 }
 
 /// The Karma paper's worked example (Figure 2): demands per quantum of A, B, C.
@@ -153,6 +105,13 @@ fn bad_requests_name_the_field_and_change_nothing() {
         ("POST", "/v1/tenants", "{\"name\": \"A\"}", 400, "appears twice"),
         ("POST", "/v1/tenants", "{\"weight\": 2}", 400, "name: missing"),
         ("DELETE", "/v1/tenants/Z", "", 404, "unknown tenant `Z`"),
+        ("GET", "/v1/nothing", "", 404, "no route GET /v1/nothing"),
+        ("DELETE", "/v1/allocations", "", 405, "does not take this method"),
+        ("PUT", "/v1/tenants/A/demand", &"x".repeat(70_000), 413, "the body is over 65536 bytes"),
+        ("PUT", "/v1/tenants/A/demand", "{\"slices\": 1", 400, "the body is not JSON"),
+        ("POST", "/v1/tenants", "{\"name\": \"\"}", 400, "name: is empty"),
+        ("POST", "/v1/tenants", &format!("{{\"name\": \"{}\"}}", "n".repeat(65)), 400, "at most 64"),
+        ("POST", "/v1/tenants", "{\"name\": \"a b\"}", 400, "has the character ' '"),
     ] {
         let (got, body_text) = http(&s, method, path, body);
         assert_eq!(got, status, "{method} {path} {body}: {body_text}");
@@ -179,8 +138,10 @@ fn tenants_join_and_leave_and_metrics_parse() {
     let v = json(&s, "DELETE", "/v1/tenants/B", "");
     let names: Vec<&str> = v["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["A", "C", "D"]);
-    let (status, text) = http(&s, "GET", "/metrics", "");
-    assert_eq!(status, 200);
+    let reply = s.request("GET", "/metrics", &[], "");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type").unwrap(), "text/plain; version=0.0.4; charset=utf-8");
+    let text = reply.body;
     // Prometheus text: every line a comment or `name{labels} value`, the series named.
     for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
         let (series, value) = line.rsplit_once(' ').unwrap();
@@ -196,7 +157,13 @@ fn tenants_join_and_leave_and_metrics_parse() {
     assert!(text.contains("fairshare_quanta_total 1"), "{text}");
     assert!(text.contains("fairshare_backend_info{backend=\"software\"} 1"), "{text}");
     assert!(text.contains("fairshare_quantum_duration_seconds_count 1"), "{text}");
-    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    assert!(text.contains("fairshare_tenant_rate_bytes_per_second{tenant=\"D\"} 0.25"), "{text}");
+    assert!(!text.contains("# EOF"), "the text format has no EOF line: {text}");
+    // OpenMetrics when asked for it.
+    let om = s.request("GET", "/metrics", &[("Accept", "application/openmetrics-text; version=1.0.0")], "");
+    assert!(om.header("content-type").unwrap().starts_with("application/openmetrics-text"), "{}", om.head);
+    assert!(om.body.contains("# TYPE fairshare_quanta counter\nfairshare_quanta_total 1\n"), "{}", om.body);
+    assert!(om.body.trim_end().ends_with("# EOF"), "{}", om.body);
     assert_eq!(http(&s, "GET", "/healthz", "").0, 200);
     let st = json(&s, "GET", "/v1/status", "");
     assert_eq!(st["backend"], "software");
@@ -261,10 +228,12 @@ fn kill_9_at_20_points_resumes_exactly() {
 
 /// `fairshare device-sim` on `shm` with `faults`; killed when dropped.
 fn device_sim(shm: &Path, faults: &str) -> Server {
-    let (child, line) =
-        spawn_until_first_line(&["device-sim", "--shm", shm.to_str().unwrap(), "--fault", faults, "--late-ms", "600"]);
+    let (child, line) = common::spawn_until_first_line(
+        &["device-sim", "--shm", shm.to_str().unwrap(), "--fault", faults, "--late-ms", "600"],
+        None,
+    );
     assert_eq!(line.trim(), "ready");
-    Server { child, addr: String::new() }
+    Server { child, addr: common::Addr::Tcp(String::new()), token: None }
 }
 
 /// On the emulated device, a crash in the third quantum: the pool goes on in software

@@ -1,9 +1,11 @@
 //! The service's configuration file (TOML): the pool, where demands come from, how
-//! allocations are enforced, and the tenants. Every field is documented in
-//! docs/serve.md; unknown fields, bad units, a zero-capacity pool and duplicate names
-//! are errors that name the field.
+//! allocations are enforced, the tenants, access control (`[auth]`) and TLS (`[tls]`).
+//! Every field is documented in docs/serve.md; unknown fields, bad units, a
+//! zero-capacity pool, duplicate names and names outside the safe charset are errors
+//! that name the field. Paths in the file are relative to the file's folder. Reading
+//! the files it names (tokens, certificates) is [`crate::auth`]'s.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fairshare::allocator::largest_remainder;
@@ -38,8 +40,8 @@ struct RawPool {
     policy: String,
     #[serde(default = "default_alpha")]
     alpha: f64,
-    #[serde(default)]
-    initial_credits: i64,
+    initial_credits: Option<i64>,
+    max_tenants: Option<usize>,
 }
 
 fn default_policy() -> String {
@@ -84,6 +86,20 @@ struct RawTenant {
     weight: u64,
     #[serde(rename = "match")]
     selector: Option<Match>,
+    token_file: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAuth {
+    admin_token_file: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTls {
+    cert: String,
+    key: String,
 }
 
 fn default_weight() -> u64 {
@@ -97,6 +113,57 @@ struct RawConfig {
     demand: RawDemand,
     enforce: RawEnforce,
     tenants: Vec<RawTenant>,
+    auth: Option<RawAuth>,
+    tls: Option<RawTls>,
+}
+
+/// Credits every tenant starts with when `pool.initial_credits` is not given: 2^30.
+/// Karma's credits only order tenants, so a large start changes no ranking; what it
+/// changes is how long a tenant can borrow before it runs out, and a tenant out of
+/// credits cannot take the slices others leave idle: with 0 a fresh pool idles the link
+/// while tenants want more (docs/serve.md#initial-credits). 2^30 lets a tenant borrow a
+/// whole pool of 100 slices every 200 ms quantum for 25 days, and leaves a device's
+/// 31-bit credit words as much again to grow.
+pub const DEFAULT_INITIAL_CREDITS: i64 = 1 << 30;
+
+/// The most tenants a pool takes when `pool.max_tenants` is not given.
+pub const DEFAULT_MAX_TENANTS: usize = 100_000;
+
+/// The longest tenant name, in bytes.
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// Whether `name` may name a tenant: 1 to [`MAX_NAME_BYTES`] bytes of ASCII letters,
+/// digits, `.`, `_` and `-`. Names go into URLs, metric labels, logs and the HTB tree's
+/// comments unescaped, so the charset is kept where none of them needs escaping.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".into());
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!("is {} bytes long; at most {MAX_NAME_BYTES}", name.len()));
+    }
+    match name.chars().find(|c| !(c.is_ascii_alphanumeric() || "._-".contains(*c))) {
+        Some(c) => {
+            Err(format!("`{}` has the character {c:?}; use letters, digits, `.`, `_` and `-`", name.escape_debug()))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Access control: the files holding the tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Auth {
+    /// The admin's token file.
+    pub admin_token_file: PathBuf,
+}
+
+/// TLS: the certificate chain and the private key, PEM files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tls {
+    /// The certificate chain.
+    pub cert: PathBuf,
+    /// The private key.
+    pub key: PathBuf,
 }
 
 /// Where demands come from.
@@ -129,6 +196,8 @@ pub struct Tenant {
     pub weight: u64,
     /// What selects its traffic.
     pub selector: Option<Match>,
+    /// The file holding its token (with `[auth]`).
+    pub token_file: Option<PathBuf>,
 }
 
 /// A checked configuration.
@@ -146,12 +215,18 @@ pub struct ServeConfig {
     pub alpha: Alpha,
     /// Credits every tenant starts with.
     pub initial_credits: i64,
+    /// The most tenants the pool takes (the file's and those who join).
+    pub max_tenants: usize,
     /// Where demands come from.
     pub demand: DemandSource,
     /// How allocations are enforced.
     pub enforce: Enforce,
     /// The tenants, in index order.
     pub tenants: Vec<Tenant>,
+    /// Access control, if any.
+    pub auth: Option<Auth>,
+    /// TLS, if any.
+    pub tls: Option<Tls>,
 }
 
 /// A rate in bits per second: a number and a unit (`bit`, `kbit`, `mbit`, `gbit`, `tbit`;
@@ -208,6 +283,14 @@ impl ServeConfig {
     pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
         let err = |message: String| ConfigError { file: file.to_string(), message };
         let raw: RawConfig = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+        // Paths in the file are relative to its folder.
+        let folder = Path::new(file).parent().unwrap_or(Path::new(""));
+        let path = |field: &str, p: &str| -> Result<PathBuf, ConfigError> {
+            if p.is_empty() {
+                return Err(err(format!("{field}: is empty")));
+            }
+            Ok(folder.join(p))
+        };
         let p = raw.pool;
         let (slices, slice_bps) = match (&p.capacity, &p.slice) {
             (Amount::Slices(n), None) => (*n, 1),
@@ -231,9 +314,22 @@ impl ServeConfig {
         let quantum = parse_period(&p.quantum).map_err(|m| err(format!("pool.quantum: {m}")))?;
         let policy: Policy = p.policy.parse().map_err(|m| err(format!("pool.policy: {m}")))?;
         let alpha = Alpha::from_f64(p.alpha).map_err(|e| err(format!("pool.alpha: {e}")))?;
-        if Credits::from_int(p.initial_credits).is_none() {
-            return Err(err(format!("pool.initial_credits: {} is out of range", p.initial_credits)));
+        let initial_credits = p.initial_credits.unwrap_or(DEFAULT_INITIAL_CREDITS);
+        if Credits::from_int(initial_credits).is_none() {
+            return Err(err(format!("pool.initial_credits: {initial_credits} is out of range")));
         }
+        let max_tenants = p.max_tenants.unwrap_or(DEFAULT_MAX_TENANTS);
+        if max_tenants == 0 {
+            return Err(err("pool.max_tenants: is 0; a pool needs at least one tenant".into()));
+        }
+        let auth = match &raw.auth {
+            Some(a) => Some(Auth { admin_token_file: path("auth.admin_token_file", &a.admin_token_file)? }),
+            None => None,
+        };
+        let tls = match &raw.tls {
+            Some(t) => Some(Tls { cert: path("tls.cert", &t.cert)?, key: path("tls.key", &t.key)? }),
+            None => None,
+        };
         let demand = match raw.demand.source.as_str() {
             "declared" => DemandSource::Declared,
             "measured" => DemandSource::Measured,
@@ -265,14 +361,26 @@ impl ServeConfig {
         if raw.tenants.is_empty() {
             return Err(err("tenants: at least one [[tenants]] is needed".into()));
         }
+        if raw.tenants.len() > max_tenants {
+            return Err(err(format!(
+                "tenants: {} tenants, more than pool.max_tenants ({max_tenants})",
+                raw.tenants.len()
+            )));
+        }
         let mut tenants: Vec<Tenant> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for (i, t) in raw.tenants.into_iter().enumerate() {
-            if t.name.is_empty() {
-                return Err(err(format!("tenants[{i}].name is empty")));
-            }
-            if tenants.iter().any(|o| o.name == t.name) {
+            check_name(&t.name).map_err(|m| err(format!("tenants[{i}].name {m}")))?;
+            if !seen.insert(t.name.clone()) {
                 return Err(err(format!("tenants[{i}].name: `{}` appears twice", t.name)));
             }
+            let token_file = match &t.token_file {
+                Some(_) if auth.is_none() => {
+                    return Err(err(format!("tenants[{i}].token_file: needs [auth] (admin_token_file)")))
+                }
+                Some(f) => Some(path(&format!("tenants[{i}].token_file"), f)?),
+                None => None,
+            };
             if t.weight == 0 || t.weight > 1_000_000 {
                 return Err(err(format!("tenants[{i}].weight: {} is outside 1 to 1000000", t.weight)));
             }
@@ -298,7 +406,7 @@ impl ServeConfig {
                     }
                 }
             }
-            tenants.push(Tenant { name: t.name, weight: t.weight, selector: t.selector });
+            tenants.push(Tenant { name: t.name, weight: t.weight, selector: t.selector, token_file });
         }
         let config = ServeConfig {
             slices,
@@ -306,10 +414,13 @@ impl ServeConfig {
             quantum,
             policy,
             alpha,
-            initial_credits: p.initial_credits,
+            initial_credits,
+            max_tenants,
             demand,
             enforce,
             tenants,
+            auth,
+            tls,
         };
         config.pool().map_err(|e| err(format!("tenants: {e}")))?;
         Ok(config)

@@ -1,27 +1,31 @@
-//! The HTTP JSON API (axum on tokio) and the clock that drives quanta.
+//! The HTTP JSON API (axum routes; [`crate::server`] runs the connections).
 //!
 //! `PUT /v1/tenants/{name}/demand`, `GET /v1/allocations`, `POST /v1/tenants`,
 //! `DELETE /v1/tenants/{name}`, `POST /v1/quantum` (manual clock), `GET /v1/status`,
-//! `GET /metrics`, `GET /healthz`. A bad request gets a 4xx status and `{"error": ...}`
-//! naming the field, and changes nothing.
+//! `GET /metrics`, `GET /healthz`. Every request but `/healthz` passes access control
+//! ([`crate::auth`]) first. Every answer that is not a success is JSON,
+//! `{"error": "..."}`, naming the field or the cause, and changes nothing.
+//!
+//! Reads load the published values ([`crate::publish`]) and never lock the pool;
+//! changes lock it off the runtime's threads (they may wait for an fsync or a device).
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use arc_swap::ArcSwap;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use fairshare_backends::{Backend, DeviceOptions};
-
-use crate::metrics::Metrics;
 use serde_json::{json, Value};
 
-use crate::config::ServeConfig;
+use crate::auth::{self, Action, Denied, Keys};
+use crate::metrics::Format;
 use crate::pool::{Demand, LivePool};
+use crate::publish::{self, Published};
 use crate::ServiceError;
 
 /// What drives quanta.
@@ -33,81 +37,70 @@ pub enum Clock {
     Manual,
 }
 
-/// Where the API listens: a TCP address, or a Unix socket (`unix:PATH`), which a
-/// controller in another network namespace can reach by its path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listen {
-    /// A TCP address.
-    Tcp(SocketAddr),
-    /// A Unix socket's path.
-    Unix(PathBuf),
-}
+/// The largest request body accepted, in bytes.
+pub const MAX_BODY_BYTES: usize = 64 << 10;
 
-impl std::str::FromStr for Listen {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.strip_prefix("unix:") {
-            Some("") => Err("unix: needs a path, e.g. unix:/run/fairshare.sock".into()),
-            Some(path) => Ok(Listen::Unix(PathBuf::from(path))),
-            None => s.parse().map(Listen::Tcp).map_err(|_| format!("`{s}` is not ADDRESS:PORT or unix:PATH")),
-        }
-    }
-}
+/// How long a request's body may take to arrive.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
-impl std::fmt::Display for Listen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Listen::Tcp(a) => write!(f, "http://{a}"),
-            Listen::Unix(p) => write!(f, "unix:{}", p.display()),
-        }
-    }
-}
-
-/// `fairshare serve`'s options.
-pub struct ServeOptions {
-    /// The configuration file.
-    pub config: PathBuf,
-    /// Where to listen.
-    pub listen: Listen,
-    /// The ledger folder.
-    pub state: Option<PathBuf>,
-    /// The backend.
-    pub backend: Backend,
-    /// How the backend is used.
-    pub device: DeviceOptions,
+/// What the routes share.
+pub struct App {
+    /// The pool: changes lock it.
+    pub pool: Arc<Mutex<LivePool>>,
+    /// What readers read.
+    pub published: Arc<Published>,
+    /// Every caller's token (swapped on a join, a leave, or a reload).
+    pub keys: ArcSwap<Keys>,
     /// The clock.
     pub clock: Clock,
 }
 
-struct Shared {
-    pool: Mutex<LivePool>,
-    /// The pool's metrics, outside its lock: atomic, and a scrape must not wait for a
-    /// quantum on a slow device.
-    metrics: Arc<Metrics>,
-    clock: Clock,
-}
+type AppState = Arc<App>;
 
-type AppState = Arc<Shared>;
-
-fn lock(s: &Shared) -> MutexGuard<'_, LivePool> {
-    s.pool.lock().unwrap_or_else(|p| p.into_inner())
+fn lock(pool: &Mutex<LivePool>) -> MutexGuard<'_, LivePool> {
+    pool.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl IntoResponse for ServiceError {
     fn into_response(self) -> Response {
         let status = match &self {
-            ServiceError::UnknownTenant(_) => StatusCode::NOT_FOUND,
+            ServiceError::UnknownTenant(_) | ServiceError::NoRoute(_) => StatusCode::NOT_FOUND,
             ServiceError::BadRequest(_) | ServiceError::Pool(_) => StatusCode::BAD_REQUEST,
             ServiceError::Conflict(_) => StatusCode::CONFLICT,
+            ServiceError::Denied(Denied::Forbidden(_)) => StatusCode::FORBIDDEN,
+            ServiceError::Denied(_) => StatusCode::UNAUTHORIZED,
+            ServiceError::NotCommitted { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ServiceError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ServiceError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            ServiceError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        (status, Json(json!({ "error": self.to_string() }))).into_response()
+        let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// Lets the request's caller do `action`, or refuses it (401, 403).
+fn allow(s: &App, headers: &HeaderMap, action: Action<'_>) -> Result<(), ServiceError> {
+    let authorization = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+    s.keys.load().allow(authorization, action).map(|_| ()).map_err(ServiceError::Denied)
+}
+
+/// The body, whole: at most [`MAX_BODY_BYTES`], within [`BODY_TIMEOUT`].
+async fn body(body: Body) -> Result<Bytes, ServiceError> {
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES)).await {
+        Err(_) => Err(ServiceError::BodyTimeout),
+        Ok(Err(_)) => Err(ServiceError::BodyTooLarge),
+        Ok(Ok(b)) => Ok(b),
     }
 }
 
 /// The JSON body of a request, or a 400 naming what is wrong.
-fn object(body: &str) -> Result<serde_json::Map<String, Value>, ServiceError> {
-    match serde_json::from_str::<Value>(body) {
+fn object(body: &[u8]) -> Result<serde_json::Map<String, Value>, ServiceError> {
+    match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(ServiceError::BadRequest("the body must be a JSON object".into())),
         Err(e) => Err(ServiceError::BadRequest(format!("the body is not JSON: {e}"))),
@@ -132,66 +125,149 @@ fn only(map: &serde_json::Map<String, Value>, allowed: &[&str]) -> Result<(), Se
     }
 }
 
+/// Runs a change on the pool off the runtime's threads.
+async fn change<T: Send + 'static>(
+    s: &AppState,
+    f: impl FnOnce(&mut LivePool) -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ServiceError> {
+    let pool = Arc::clone(&s.pool);
+    tokio::task::spawn_blocking(move || f(&mut lock(&pool)))
+        .await
+        .map_err(|e| ServiceError::Io(format!("a change of the pool stopped: {e}")))?
+}
+
+/// A view's JSON as a response.
+fn view_json(view: &publish::View) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], view.json()).into_response()
+}
+
+/// The tenant named in the path, or a 400 (a JSON one, not axum's text).
+fn tenant(path: Result<Path<String>, PathRejection>) -> Result<String, ServiceError> {
+    path.map(|Path(name)| name).map_err(|e| ServiceError::BadRequest(format!("the tenant in the path: {e}")))
+}
+
 async fn put_demand(
     State(s): State<AppState>,
-    Path(name): Path<String>,
-    body: String,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    request: Request,
 ) -> Result<StatusCode, ServiceError> {
-    let map = object(&body)?;
+    let name = tenant(path)?;
+    allow(&s, &headers, Action::SetDemand(&name))?;
+    let map = object(&body(request.into_body()).await?)?;
     only(&map, &["bps", "slices"])?;
     let demand = match (whole(&map, "bps")?, whole(&map, "slices")?) {
         (Some(b), None) => Demand::Bps(b),
         (None, Some(n)) => Demand::Slices(n),
         _ => return Err(ServiceError::BadRequest("give exactly one of bps and slices".into())),
     };
-    lock(&s).set_demand(&name, demand)?;
+    change(&s, move |p| p.set_demand(&name, demand)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn allocations(State(s): State<AppState>) -> Json<Value> {
-    Json(json!(lock(&s).snapshot()))
+async fn allocations(State(s): State<AppState>, headers: HeaderMap) -> Result<Response, ServiceError> {
+    allow(&s, &headers, Action::Read)?;
+    Ok(view_json(&s.published.view.load()))
 }
 
-async fn quantum(State(s): State<AppState>) -> Result<Json<Value>, ServiceError> {
+async fn quantum(State(s): State<AppState>, headers: HeaderMap) -> Result<Response, ServiceError> {
+    allow(&s, &headers, Action::Admin("POST /v1/quantum"))?;
     if s.clock != Clock::Manual {
         return Err(ServiceError::Conflict(
             "POST /v1/quantum needs --clock manual; the wall clock drives quanta".into(),
         ));
     }
-    let snapshot = lock(&s).run_quantum()?;
-    Ok(Json(json!(snapshot)))
+    let view = change(&s, |p| p.run_quantum()).await?;
+    Ok(view_json(&view))
 }
 
-async fn join(State(s): State<AppState>, body: String) -> Result<(StatusCode, Json<Value>), ServiceError> {
-    let map = object(&body)?;
-    only(&map, &["name", "weight"])?;
+async fn join(State(s): State<AppState>, headers: HeaderMap, request: Request) -> Result<Response, ServiceError> {
+    allow(&s, &headers, Action::Admin("POST /v1/tenants"))?;
+    let map = object(&body(request.into_body()).await?)?;
+    only(&map, &["name", "weight", "token_sha256"])?;
     let name = match map.get("name") {
         Some(Value::String(n)) => n.clone(),
         Some(v) => return Err(ServiceError::BadRequest(format!("name: {v} is not a string"))),
         None => return Err(ServiceError::BadRequest("name: missing".into())),
     };
     let weight = whole(&map, "weight")?.unwrap_or(1);
-    let snapshot = lock(&s).join(&name, weight)?;
-    Ok((StatusCode::CREATED, Json(json!(snapshot))))
+    let token = match map.get("token_sha256") {
+        None => None,
+        Some(Value::String(hex)) => {
+            let d = auth::from_hex(hex).map_err(|m| ServiceError::BadRequest(format!("token_sha256: {m}")))?;
+            if s.keys.load().taken(&d) {
+                return Err(ServiceError::BadRequest("token_sha256: that token is already a caller's".into()));
+            }
+            Some(d)
+        }
+        Some(v) => return Err(ServiceError::BadRequest(format!("token_sha256: {v} is not a string"))),
+    };
+    if token.is_some() && !s.keys.load().enabled() {
+        return Err(ServiceError::BadRequest("token_sha256: the pool has no [auth]".into()));
+    }
+    let app = Arc::clone(&s);
+    let view = change(&s, move |p| {
+        let view = p.join(&name, weight, token)?;
+        if let Some(d) = token {
+            // Under the pool's lock: the next change sees the new key.
+            let mut keys = Keys::clone(&app.keys.load());
+            let _ = keys.insert(&name, d);
+            app.keys.store(Arc::new(keys));
+        }
+        Ok(view)
+    })
+    .await?;
+    Ok((StatusCode::CREATED, view_json(&view)).into_response())
 }
 
-async fn leave(State(s): State<AppState>, Path(name): Path<String>) -> Result<Json<Value>, ServiceError> {
-    Ok(Json(json!(lock(&s).leave(&name)?)))
+async fn leave(
+    State(s): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ServiceError> {
+    let name = tenant(path)?;
+    allow(&s, &headers, Action::Admin("DELETE /v1/tenants"))?;
+    let app = Arc::clone(&s);
+    let view = change(&s, move |p| {
+        let view = p.leave(&name)?;
+        let mut keys = Keys::clone(&app.keys.load());
+        keys.remove(&name);
+        app.keys.store(Arc::new(keys));
+        Ok(view)
+    })
+    .await?;
+    Ok(view_json(&view))
 }
 
-async fn status(State(s): State<AppState>) -> Json<Value> {
-    Json(lock(&s).status())
+async fn status(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<Value>, ServiceError> {
+    allow(&s, &headers, Action::Read)?;
+    Ok(Json(publish::status_json(&s.published)))
 }
 
-async fn metrics(State(s): State<AppState>) -> Response {
-    let text = s.metrics.encode();
-    ([("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
+async fn metrics(State(s): State<AppState>, headers: HeaderMap) -> Result<Response, ServiceError> {
+    allow(&s, &headers, Action::Read)?;
+    let format = Format::from_accept(headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()));
+    let (view, status) = (s.published.view.load(), s.published.status.load());
+    let text = s.published.metrics.render(&view, &status, format);
+    Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
+}
+
+async fn healthz(State(s): State<AppState>) -> Response {
+    match s.published.status.load().problem() {
+        None => Json(json!({ "status": "ok" })).into_response(),
+        Some(problem) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "error": problem }))).into_response(),
+    }
+}
+
+async fn no_route(request: Request) -> ServiceError {
+    ServiceError::NoRoute(format!("{} {}", request.method(), request.uri().path()))
 }
 
 /// The API's routes on `state`.
-fn router(state: AppState) -> Router {
+pub fn router(state: AppState) -> Router {
+    let not_allowed = || async { ServiceError::MethodNotAllowed };
     Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/v1/allocations", get(allocations))
         .route("/v1/status", get(status))
@@ -199,81 +275,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/tenants", post(join))
         .route("/v1/tenants/{name}", axum::routing::delete(leave))
         .route("/v1/tenants/{name}/demand", put(put_demand))
+        .fallback(no_route)
+        .method_not_allowed_fallback(not_allowed)
         .with_state(state)
-}
-
-/// The wall clock: one quantum per period, never two at once; ticks missed while a
-/// quantum overran are counted and skipped.
-async fn tick(state: AppState, period: Duration) {
-    let mut interval = tokio::time::interval(period);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut last: Option<Instant> = None;
-    loop {
-        interval.tick().await;
-        let now = Instant::now();
-        if let Some(prev) = last {
-            let late = now.duration_since(prev).as_nanos() / period.as_nanos().max(1);
-            if late > 1 {
-                state.metrics.missed(u64::try_from(late - 1).unwrap_or(u64::MAX));
-            }
-        }
-        last = Some(now);
-        let s = state.clone();
-        // The quantum may wait on a device: off the runtime's threads, and awaited, so
-        // the next tick cannot start before it ends.
-        let result = tokio::task::spawn_blocking(move || lock(&s).run_quantum().map(|_| ())).await;
-        if let Ok(Err(e)) = result {
-            eprintln!("fairshare serve: quantum failed: {e}");
-        }
-    }
-}
-
-/// Runs the service until SIGINT or SIGTERM. `ready` is called with the bound address.
-pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), ServiceError> {
-    let config = ServeConfig::load(&options.config)?;
-    let period = config.quantum;
-    let pool = LivePool::start(config, options.backend, options.device, options.state.as_deref())?;
-    let metrics = Arc::clone(&pool.metrics);
-    let state = Arc::new(Shared { pool: Mutex::new(pool), metrics, clock: options.clock });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| ServiceError::Io(format!("starting the runtime: {e}")))?;
-    runtime.block_on(async move {
-        if options.clock == Clock::Wall {
-            tokio::spawn(tick(state.clone(), period));
-        }
-        let app = router(state);
-        match &options.listen {
-            Listen::Tcp(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| ServiceError::Io(format!("--listen {addr}: {e}")))?;
-                let bound = listener.local_addr().map_err(|e| ServiceError::Io(e.to_string()))?;
-                ready(&Listen::Tcp(bound));
-                axum::serve(listener, app).with_graceful_shutdown(shutdown()).await
-            }
-            Listen::Unix(path) => {
-                let listener = tokio::net::UnixListener::bind(path)
-                    .map_err(|e| ServiceError::Io(format!("--listen unix:{}: {e}", path.display())))?;
-                ready(&options.listen);
-                let served = axum::serve(listener, app).with_graceful_shutdown(shutdown()).await;
-                let _ = std::fs::remove_file(path);
-                served
-            }
-        }
-        .map_err(|e| ServiceError::Io(format!("serving: {e}")))
-    })
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown() {
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

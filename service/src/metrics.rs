@@ -1,117 +1,378 @@
-//! The Prometheus metrics (prometheus-client): per tenant its demand, allocation, rate
-//! and credits; quanta run, how long each took, missed clock ticks, fallbacks from the
-//! device to software, and the backend in use.
+//! The Prometheus metrics: counters and histograms kept in atomics (a quantum never
+//! waits for a scrape, nor a scrape for a quantum), and their exposition in the plain
+//! text format (0.0.4, for a plain `Accept`, what `promtool check metrics` reads) or in
+//! OpenMetrics (1.0.0, when the scraper asks for it). Per-tenant series come from the
+//! published [`View`]; names are in Prometheus's base units (`_seconds`, `_bytes_per_second`).
+//!
+//! Written here rather than with a client crate: the crates at hand encode one format
+//! each (prometheus-client OpenMetrics only), and per-tenant series that follow an
+//! immutable published view are a loop over it, not a registry of gauges to keep in
+//! step. Label values are escaped as both formats say, though tenant names are already
+//! kept to a charset that needs none ([`crate::config::check_name`]).
 
-use std::sync::atomic::AtomicU64;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use fairshare::Credits;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::metrics::info::Info;
-use prometheus_client::registry::Registry;
+use crate::publish::{Status, View};
 
-use crate::pool::Snapshot;
-
-/// The label of per-tenant series.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TenantLabel {
-    tenant: String,
+/// Which exposition format a scraper gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format, version 0.0.4.
+    Text,
+    /// OpenMetrics text, version 1.0.0.
+    OpenMetrics,
 }
 
-/// Every metric of the service, registered once.
+impl Format {
+    /// OpenMetrics if the `Accept` header names it, else the text format.
+    pub fn from_accept(accept: Option<&str>) -> Format {
+        match accept {
+            Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
+            _ => Format::Text,
+        }
+    }
+
+    /// The response's content type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
+
+/// The phases of a quantum, timed apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Demands read from the enforcer's counters (measured demand).
+    Measure,
+    /// The allocator's quantum, verified.
+    Allocate,
+    /// The ledger's commit.
+    Commit,
+    /// The view swapped in for readers.
+    Publish,
+    /// The rates applied on the device.
+    Enforce,
+}
+
+impl Phase {
+    /// Every phase, in the order a quantum runs them.
+    pub const ALL: [Phase; 5] = [Phase::Measure, Phase::Allocate, Phase::Commit, Phase::Publish, Phase::Enforce];
+
+    fn label(self) -> &'static str {
+        match self {
+            Phase::Measure => "measure",
+            Phase::Allocate => "allocate",
+            Phase::Commit => "commit",
+            Phase::Publish => "publish",
+            Phase::Enforce => "enforce",
+        }
+    }
+}
+
+/// Upper bounds of the duration histograms' buckets, in seconds: 1 us to 4.2 s, x4.
+const BOUNDS: [f64; 12] =
+    [1e-6, 4e-6, 1.6e-5, 6.4e-5, 2.56e-4, 1.024e-3, 4.096e-3, 1.6384e-2, 6.5536e-2, 0.262144, 1.048576, 4.194304];
+
+/// A histogram of durations, in atomics.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; BOUNDS.len()],
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+}
+
+impl Histogram {
+    /// Counts one observation.
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        if let Some(b) = BOUNDS.iter().position(|&le| secs <= le) {
+            self.buckets[b].fetch_add(1, Ordering::Relaxed);
+        }
+        self.sum_ns.fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Observations so far.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Writes the `_bucket`, `_sum` and `_count` samples (cumulative buckets).
+    fn samples(&self, out: &mut String, name: &str, labels: &str) {
+        let count = self.count.load(Ordering::Relaxed);
+        let sep = if labels.is_empty() { "" } else { "," };
+        let mut cumulative = 0;
+        for (le, b) in BOUNDS.iter().zip(&self.buckets) {
+            cumulative += b.load(Ordering::Relaxed);
+            // A bucket read after the count may run ahead of it by a racing observation.
+            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {}", cumulative.min(count));
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {count}");
+        let braces = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
+        let sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum{braces} {sum}");
+        let _ = writeln!(out, "{name}_count{braces} {count}");
+    }
+}
+
+/// The service's counters and histograms.
+#[derive(Debug)]
 pub struct Metrics {
-    registry: Registry,
-    demand: Family<TenantLabel, Gauge>,
-    allocation: Family<TenantLabel, Gauge>,
-    rate: Family<TenantLabel, Gauge>,
-    credits: Family<TenantLabel, Gauge<f64, AtomicU64>>,
-    quanta: Counter,
+    backend: String,
+    quanta: AtomicU64,
+    missed: AtomicU64,
+    fallbacks: AtomicU64,
+    commit_errors: AtomicU64,
+    enforcement_errors: AtomicU64,
     duration: Histogram,
-    fallbacks: Counter,
-    missed: Counter,
+    phases: [Histogram; 5],
+    lateness: Histogram,
 }
 
 impl Metrics {
-    /// The metrics of a pool on `backend`.
+    /// The metrics of a pool started on `backend`.
     pub fn new(backend: &str) -> Self {
-        let (demand, allocation, rate, credits) = (
-            Family::default(),
-            Family::default(),
-            Family::default(),
-            Family::<TenantLabel, Gauge<f64, AtomicU64>>::default(),
-        );
-        let (quanta, fallbacks, missed) = (Counter::default(), Counter::default(), Counter::default());
-        let duration = Histogram::new(exponential_buckets(1e-6, 4.0, 12));
-        let mut registry = Registry::default();
-        registry.register("fairshare_tenant_demand_slices", "Demand of the tenant in the last quantum", demand.clone());
-        registry.register("fairshare_tenant_allocation_slices", "Slices allocated to the tenant", allocation.clone());
-        registry.register("fairshare_tenant_rate_bps", "Rate allocated to the tenant, bits per second", rate.clone());
-        registry.register("fairshare_tenant_credits", "Karma credits of the tenant", credits.clone());
-        registry.register("fairshare_quanta", "Quanta run", quanta.clone());
-        registry.register("fairshare_quantum_duration_seconds", "Time to run one quantum", duration.clone());
-        registry.register("fairshare_backend_fallbacks", "Switches from the device to software", fallbacks.clone());
-        registry.register("fairshare_missed_ticks", "Clock ticks skipped because a quantum overran", missed.clone());
-        registry.register(
-            "fairshare_backend",
-            "The backend the pool was started on",
-            Info::new(vec![("backend", backend.to_string())]),
-        );
-        Metrics { registry, demand, allocation, rate, credits, quanta, duration, fallbacks, missed }
+        Metrics {
+            backend: backend.to_string(),
+            quanta: AtomicU64::new(0),
+            missed: AtomicU64::new(0),
+            fallbacks: AtomicU64::new(0),
+            commit_errors: AtomicU64::new(0),
+            enforcement_errors: AtomicU64::new(0),
+            duration: Histogram::default(),
+            phases: Default::default(),
+            lateness: Histogram::default(),
+        }
     }
 
-    /// A quantum ran and took `took`.
+    /// A quantum was committed and published; it took `took` in all.
     pub fn quantum_done(&self, took: Duration) {
-        self.quanta.inc();
-        self.duration.observe(took.as_secs_f64());
+        self.quanta.fetch_add(1, Ordering::Relaxed);
+        self.duration.observe(took);
+    }
+
+    /// A phase of a quantum took `took`.
+    pub fn phase(&self, phase: Phase, took: Duration) {
+        self.phases[phase as usize].observe(took);
+    }
+
+    /// A wall-clock quantum started `late` after its tick.
+    pub fn late(&self, late: Duration) {
+        self.lateness.observe(late);
     }
 
     /// The pool left its device.
     pub fn fallback(&self) {
-        self.fallbacks.inc();
+        self.fallbacks.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Ticks were skipped.
+    /// A commit to the ledger failed.
+    pub fn commit_failed(&self) {
+        self.commit_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Applying the rates failed.
+    pub fn enforcement_failed(&self) {
+        self.enforcement_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Ticks passed with no quantum run for them.
     pub fn missed(&self, ticks: u64) {
-        self.missed.inc_by(ticks);
+        self.missed.fetch_add(ticks, Ordering::Relaxed);
     }
 
-    /// Ticks skipped so far.
+    /// Ticks missed so far.
     pub fn missed_ticks(&self) -> u64 {
-        self.missed.get()
+        self.missed.load(Ordering::Relaxed)
     }
 
-    /// Sets the per-tenant series from a published allocation.
-    pub fn publish(&self, s: &Snapshot, credits: &[Credits]) {
-        for (t, c) in s.tenants.iter().zip(credits) {
-            let label = TenantLabel { tenant: t.name.clone() };
-            let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-            self.demand.get_or_create(&label).set(gauge(t.demand_slices));
-            self.allocation.get_or_create(&label).set(gauge(t.alloc_slices));
-            self.rate.get_or_create(&label).set(gauge(t.rate_bps));
-            if t.credits.is_some() {
-                self.credits.get_or_create(&label).set(c.to_f64());
+    /// Quanta committed so far by this process.
+    pub fn quanta(&self) -> u64 {
+        self.quanta.load(Ordering::Relaxed)
+    }
+
+    /// The whole exposition in `format`.
+    pub fn render(&self, view: &View, status: &Status, format: Format) -> String {
+        let tenants = view.tenant_metrics();
+        let mut out = String::with_capacity(tenants.len() + 8192);
+        out.push_str(tenants);
+        let counters = [
+            ("fairshare_quanta", "Quanta committed by this process.", &self.quanta),
+            ("fairshare_missed_ticks", "Clock ticks that passed with no quantum run for them.", &self.missed),
+            ("fairshare_backend_fallbacks", "Switches of the pool from its device to software.", &self.fallbacks),
+            (
+                "fairshare_ledger_commit_errors",
+                "Commits to the ledger that failed (the change was refused).",
+                &self.commit_errors,
+            ),
+            (
+                "fairshare_enforcement_errors",
+                "Applications of the rates to the device that failed.",
+                &self.enforcement_errors,
+            ),
+        ];
+        for (name, help, value) in counters {
+            // OpenMetrics names the family without `_total`; the text format names it whole.
+            let family = if format == Format::OpenMetrics { name.to_string() } else { format!("{name}_total") };
+            let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} counter");
+            let _ = writeln!(out, "{name}_total {}", value.load(Ordering::Relaxed));
+        }
+        let gauges = [
+            ("fairshare_quantum", "The last committed quantum's number.", view.quantum),
+            ("fairshare_tenants", "Tenants in the pool.", view.names.len() as u64),
+            (
+                "fairshare_durable",
+                "1 while the ledger commits (or there is none), 0 while its commits fail.",
+                u64::from(status.ledger_error.is_none()),
+            ),
+            ("fairshare_on_device", "1 while quanta run on the device, 0 on software.", u64::from(status.on_device)),
+        ];
+        for (name, help, value) in gauges {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
+        }
+        let histogram = |out: &mut String, name: &str, help: &str| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        };
+        histogram(
+            &mut out,
+            "fairshare_quantum_duration_seconds",
+            "Time of a whole quantum: measure, allocate, commit, publish and enforce.",
+        );
+        self.duration.samples(&mut out, "fairshare_quantum_duration_seconds", "");
+        histogram(&mut out, "fairshare_quantum_phase_duration_seconds", "Time of each phase of a quantum.");
+        for phase in Phase::ALL {
+            let labels = format!("phase=\"{}\"", phase.label());
+            self.phases[phase as usize].samples(&mut out, "fairshare_quantum_phase_duration_seconds", &labels);
+        }
+        histogram(&mut out, "fairshare_tick_lateness_seconds", "How late after its tick a wall-clock quantum started.");
+        self.lateness.samples(&mut out, "fairshare_tick_lateness_seconds", "");
+        let backend = escape(&self.backend);
+        match format {
+            Format::Text => {
+                let _ = writeln!(
+                    out,
+                    "# HELP fairshare_backend_info The backend the pool was started on.\n\
+                     # TYPE fairshare_backend_info gauge\nfairshare_backend_info{{backend=\"{backend}\"}} 1"
+                );
+            }
+            Format::OpenMetrics => {
+                let _ = writeln!(
+                    out,
+                    "# HELP fairshare_backend The backend the pool was started on.\n\
+                     # TYPE fairshare_backend info\nfairshare_backend_info{{backend=\"{backend}\"}} 1\n# EOF"
+                );
             }
         }
-    }
-
-    /// Drops the series of a tenant that left.
-    pub fn forget(&self, tenant: &str) {
-        let label = TenantLabel { tenant: tenant.to_string() };
-        self.demand.remove(&label);
-        self.allocation.remove(&label);
-        self.rate.remove(&label);
-        self.credits.remove(&label);
-    }
-
-    /// The Prometheus text format.
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
-        // Writing to a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// A label value escaped as both formats say (`\`, `"` and newline).
+pub fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The per-tenant series of `view` (the same in both formats).
+pub fn render_tenants(view: &View) -> String {
+    let mut out = String::with_capacity(view.names.len() * 300 + 1024);
+    let labels: Vec<String> = view.names.iter().map(|n| escape(n)).collect();
+    let family = |out: &mut String, name: &str, help: &str, value: &dyn Fn(usize) -> String| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for (u, label) in labels.iter().enumerate() {
+            let _ = writeln!(out, "{name}{{tenant=\"{label}\"}} {}", value(u));
+        }
+    };
+    family(&mut out, "fairshare_tenant_demand_slices", "Demand of the tenant in the last quantum, in slices.", &|u| {
+        view.demand[u].to_string()
+    });
+    family(
+        &mut out,
+        "fairshare_tenant_allocation_slices",
+        "Slices allocated to the tenant in the last quantum.",
+        &|u| view.alloc[u].to_string(),
+    );
+    // Bytes, not bits: Prometheus's base unit of information (promtool refuses bits).
+    family(
+        &mut out,
+        "fairshare_tenant_rate_bytes_per_second",
+        "Rate allocated to the tenant, in bytes per second.",
+        &|u| (view.rate_bps(u) as f64 / 8.0).to_string(),
+    );
+    if let Some(credits) = &view.credits {
+        family(&mut out, "fairshare_tenant_credits", "Karma credits of the tenant after the last quantum.", &|u| {
+            credits[u].to_f64().to_string()
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn histograms_are_cumulative_and_count_everything() {
+        let h = Histogram::default();
+        for us in [0, 3, 3, 50, 5_000_000_000] {
+            h.observe(Duration::from_micros(us));
+        }
+        let mut out = String::new();
+        h.samples(&mut out, "x", "");
+        assert!(out.contains("x_bucket{le=\"0.000001\"} 1\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"0.000004\"} 3\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"0.000064\"} 4\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"4.194304\"} 4\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"+Inf\"} 5\n") && out.contains("x_count 5\n"), "{out}");
+        assert!(out.contains("x_sum 5000.000056\n"), "{out}");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        let view = View::new(3, Arc::new(vec!["x\"} 1\nfake 9".into()]), vec![1], vec![2], None, 1);
+        let text = render_tenants(&view);
+        assert!(text.contains("{tenant=\"x\\\"} 1\\nfake 9\"} 1\n"), "{text}");
+        assert!(!text.lines().any(|l| l.starts_with("fake")), "{text}");
+    }
+
+    #[test]
+    fn the_formats_differ_where_they_must() {
+        let m = Metrics::new("software");
+        let view = View::new(0, Arc::new(vec!["A".into()]), vec![0], vec![0], None, 1);
+        let status = Status {
+            backend: "software".into(),
+            on_device: false,
+            device_quanta: 0,
+            fallback: None,
+            quantum_period_ms: 1.0,
+            durable: false,
+            ledger: false,
+            ledger_error: None,
+            enforcement_error: None,
+            tenants: 1,
+        };
+        let text = m.render(&view, &status, Format::Text);
+        assert!(text.contains("# TYPE fairshare_quanta_total counter\nfairshare_quanta_total 0\n"), "{text}");
+        assert!(!text.contains("# EOF"));
+        let om = m.render(&view, &status, Format::OpenMetrics);
+        assert!(om.contains("# TYPE fairshare_quanta counter\nfairshare_quanta_total 0\n"), "{om}");
+        assert!(om.contains("# TYPE fairshare_backend info\n") && om.ends_with("# EOF\n"), "{om}");
+        assert_eq!(Format::from_accept(Some("application/openmetrics-text; version=1.0.0")), Format::OpenMetrics);
+        assert_eq!(Format::from_accept(Some("text/plain")), Format::Text);
+        assert_eq!(Format::from_accept(None), Format::Text);
     }
 }

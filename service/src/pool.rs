@@ -1,59 +1,34 @@
 //! The live pool: declared demands (sticky until changed), one quantum at a time through
-//! the offload backend, the credits committed to the ledger before the allocation is
-//! published, tenants joining and leaving between quanta.
+//! the offload backend, tenants joining and leaving between quanta, every change
+//! transactional.
+//!
+//! A change is committed, then published, or refused with nothing visible changed. A
+//! quantum: measure, allocate (on a savepoint of the pool), commit the whole pool to
+//! the ledger, publish the view for readers, enforce the rates. If the commit fails,
+//! the pool is rolled back to its savepoint (device credits included) and the quantum
+//! is refused: its number, the published view, the metrics' per-tenant series and the
+//! enforced rates stay as they were. A demand is acknowledged once its change record is
+//! fsynced; a join or leave once the whole changed pool is. While commits fail, the
+//! published [`Status`] says why (`/healthz` answers 503); the first commit that
+//! succeeds clears it, with no restart.
 
-use std::borrow::Cow;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use fairshare::offload::Offload;
-use fairshare::{Allocator, AllocatorState, PoolChange, UserConfig};
+use fairshare::{Allocator, PoolChange, UserConfig};
 use fairshare_backends::{Backend, DeviceOptions};
-use fairshare_ledger::Ledger;
-use serde::{Deserialize, Serialize};
+use fairshare_ledger::{Ledger, LedgerError};
 
-use crate::config::{DemandSource, Enforce, ServeConfig};
+use crate::auth::{self, Digest};
+use crate::config::{check_name, DemandSource, Enforce, ServeConfig};
 use crate::htb::{Counters, Estimator, Htb};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Phase};
+use crate::publish::{FallbackStatus, Published, Status, View};
+use crate::saved::{self, Base, SavedChange, SavedPool};
 use crate::ServiceError;
-
-/// One tenant in a published allocation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TenantView {
-    /// Its name.
-    pub name: String,
-    /// Its demand in the quantum, in slices.
-    pub demand_slices: u64,
-    /// Its allocation, in slices.
-    pub alloc_slices: u64,
-    /// Its allocation in bits per second (slices x the slice's rate).
-    pub rate_bps: u64,
-    /// Its credits after the quantum, as an exact decimal (Karma; `null` otherwise).
-    pub credits: Option<String>,
-}
-
-/// The allocation of the last quantum, as published.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Snapshot {
-    /// Quanta run so far (0 before the first).
-    pub quantum: u64,
-    /// Every tenant, in index order.
-    pub tenants: Vec<TenantView>,
-}
-
-/// What the ledger keeps after every change (borrowed when written, owned when read).
-#[derive(Serialize, Deserialize)]
-struct Checkpoint<'a> {
-    /// The configuration's slices and policy: a ledger of another pool is refused.
-    pool: String,
-    /// The allocator's state (tenants, shares, credits, last allocations, quanta run).
-    allocator: AllocatorState,
-    /// The declared demands, sticky until changed.
-    demand: Cow<'a, [u64]>,
-    /// Each tenant's weight.
-    weights: Cow<'a, [u64]>,
-}
 
 /// A demand as posted: in bits per second or in slices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,66 +39,159 @@ pub enum Demand {
     Slices(u64),
 }
 
+/// How a pool starts.
+#[derive(Clone)]
+pub struct StartOptions {
+    /// Where quanta run.
+    pub backend: Backend,
+    /// How the backend is used.
+    pub device: DeviceOptions,
+    /// The ledger's folder (`--state`).
+    pub state: Option<PathBuf>,
+    /// Resume even if the file's configuration differs from the ledger's, applying the
+    /// differences (logged): new shares, policy, tenants joining and leaving.
+    pub accept_config_changes: bool,
+}
+
 /// The live pool.
 pub struct LivePool {
     config: ServeConfig,
     backend: Backend,
     options: DeviceOptions,
-    pool: Offload,
+    offload: Offload,
+    names: Arc<Vec<String>>,
     demand: Vec<u64>,
     weights: Vec<u64>,
+    /// Token digests (hexadecimal) of the tenants who joined with one.
+    tokens: BTreeMap<String, String>,
     ledger: Option<Ledger>,
-    /// The metrics it keeps up to date (shared: a scrape does not wait for a quantum).
-    pub metrics: Arc<Metrics>,
+    base: Base,
     /// The HTB tree it enforces with, and the classes' counters at the last quantum.
     htb: Option<(Htb, Vec<Counters>)>,
     estimator: Estimator,
+    published: Arc<Published>,
 }
 
-fn pool_id(config: &ServeConfig) -> String {
-    format!("{} slices, policy {}", config.slices, config.policy)
+/// The pool's whole state, encoded for the ledger.
+fn encode(
+    base: &Base,
+    allocator: &Allocator,
+    demand: &[u64],
+    weights: &[u64],
+    tokens: &BTreeMap<String, String>,
+) -> Result<Vec<u8>, ServiceError> {
+    let saved = SavedPool {
+        format: saved::FORMAT,
+        base: Some(base.clone()),
+        pool: None,
+        allocator: allocator.export_state(),
+        demand: demand.into(),
+        weights: weights.into(),
+        tokens: std::borrow::Cow::Borrowed(tokens),
+    };
+    serde_json::to_vec(&saved).map_err(|e| ServiceError::Encode { what: "the pool's state", source: e })
 }
 
 impl LivePool {
-    /// Starts the pool of `config` on `backend`; with a ledger folder, resumes from its
-    /// last committed state.
-    pub fn start(
-        config: ServeConfig,
-        backend: Backend,
-        options: DeviceOptions,
-        state: Option<&Path>,
-    ) -> Result<Self, ServiceError> {
-        let n = config.tenants.len();
+    /// Starts the pool of `config`; with a ledger folder, resumes from its last
+    /// committed state and the changes after it.
+    pub fn start(config: ServeConfig, start: StartOptions) -> Result<Self, ServiceError> {
         let mut allocator = Allocator::new(config.pool()?, config.policy)?;
-        let mut demand = vec![0; n];
+        let mut demand = vec![0; config.tenants.len()];
         let mut weights: Vec<u64> = config.tenants.iter().map(|t| t.weight).collect();
-        let ledger = match state {
+        let mut tokens = BTreeMap::new();
+        let file_base = Base::of(&config);
+        let mut base = file_base.clone();
+        // Whether the ledger needs a whole state now (a new ledger, or accepted changes).
+        let mut save_now = false;
+        let ledger = match &start.state {
             None => None,
             Some(dir) => {
-                let decode = |b: &[u8]| serde_json::from_slice::<Checkpoint>(b).map_err(|e| e.to_string());
-                let (ledger, latest) = Ledger::open_run(dir, decode, |cp| &cp.pool, &pool_id(&config))?;
-                if let Some(cp) = latest {
-                    allocator = Allocator::from_state(cp.allocator)?;
-                    demand = cp.demand.into_owned();
-                    weights = cp.weights.into_owned();
+                let (ledger, latest) = Ledger::open(dir)?;
+                match latest.state {
+                    None => save_now = true,
+                    Some(bytes) => {
+                        let unreadable = |reason: String| {
+                            ServiceError::Ledger(LedgerError::Unreadable { path: dir.clone(), reason })
+                        };
+                        let s: SavedPool = serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+                        if s.format > saved::FORMAT {
+                            return Err(unreadable(format!(
+                                "its format {} is newer than this fairshare's ({})",
+                                s.format,
+                                saved::FORMAT
+                            )));
+                        }
+                        base = match (s.base, s.pool) {
+                            (Some(b), _) => b,
+                            // A ledger of format 1 knew its slices and policy only.
+                            (None, Some(id)) if id == saved::format1_identity(&config) => file_base.clone(),
+                            (None, found) => {
+                                return Err(ServiceError::Ledger(LedgerError::OtherRun {
+                                    path: dir.clone(),
+                                    found: found.unwrap_or_default(),
+                                    expected: saved::format1_identity(&config),
+                                }))
+                            }
+                        };
+                        allocator = Allocator::from_state(s.allocator)?;
+                        demand = s.demand.into_owned();
+                        weights = s.weights.into_owned();
+                        tokens = s.tokens.into_owned();
+                        for bytes in latest.changes {
+                            let change: SavedChange =
+                                serde_json::from_slice(&bytes).map_err(|e| unreadable(format!("a change: {e}")))?;
+                            match change {
+                                SavedChange::Demand { tenant, slices } => {
+                                    let u = allocator.index_of(&tenant).ok_or_else(|| {
+                                        unreadable(format!("a demand of `{tenant}`, who is not in its state"))
+                                    })?;
+                                    demand[u] = slices;
+                                }
+                            }
+                        }
+                    }
                 }
                 Some(ledger)
             }
         };
-        let pool = backend.pool_from(allocator, options)?;
-        let metrics = Arc::new(Metrics::new(pool.label()));
+        let differences = base.differences(&file_base);
+        if !differences.is_empty() {
+            if !start.accept_config_changes {
+                return Err(ServiceError::ConfigChanged { differences });
+            }
+            for d in &differences {
+                eprintln!("fairshare serve: accepting a configuration change: {d}");
+            }
+            Self::apply_config(&config, &base, &mut allocator, &mut demand, &mut weights)?;
+            base = file_base;
+            save_now = true;
+        }
+        if allocator.users().len() > config.max_tenants {
+            return Err(ServiceError::Conflict(format!(
+                "the ledger holds {} tenants, more than pool.max_tenants ({})",
+                allocator.users().len(),
+                config.max_tenants
+            )));
+        }
+        let mut ledger = ledger;
+        if let (Some(l), true) = (ledger.as_mut(), save_now) {
+            l.commit(&encode(&base, &allocator, &demand, &weights, &tokens)?)?;
+        }
+        let offload = start.backend.pool_from(allocator, start.device)?;
+        let metrics = Metrics::new(offload.label());
         // A device refused at start (it does not fit, or its credits did not read back).
-        if pool.fallback().is_some() {
+        if offload.fallback().is_some() {
             metrics.fallback();
         }
         let htb = match &config.enforce {
             Enforce::None => None,
             Enforce::Htb { dev } => {
                 // The tree is built from the file's tenants: the ledger must have the same.
-                let names: Vec<&str> = pool.pool().users().iter().map(|u| u.name.as_str()).collect();
+                let names: Vec<&str> = offload.pool().users().iter().map(|u| u.name.as_str()).collect();
                 let file: Vec<&str> = config.tenants.iter().map(|t| t.name.as_str()).collect();
                 if names != file {
-                    return Err(ServiceError::Config(format!(
+                    return Err(ServiceError::Conflict(format!(
                         "the ledger's tenants ({}) differ from the configuration's ({}); with enforce = htb they must \
                          be the same",
                         names.join(", "),
@@ -136,21 +204,78 @@ impl LivePool {
                 Some((htb, counters))
             }
         };
-        let mut live = LivePool {
+        let names = Arc::new(offload.pool().users().iter().map(|u| u.name.clone()).collect::<Vec<_>>());
+        let view = View::new(0, names.clone(), vec![], vec![], None, config.slice_bps);
+        let status = Status {
+            backend: offload.label().to_string(),
+            on_device: offload.on_device(),
+            device_quanta: 0,
+            fallback: None,
+            quantum_period_ms: config.quantum.as_secs_f64() * 1e3,
+            durable: ledger.is_some(),
+            ledger: ledger.is_some(),
+            ledger_error: None,
+            enforcement_error: None,
+            tenants: names.len(),
+        };
+        let published = Arc::new(Published::new(view, status, metrics));
+        let live = LivePool {
             config,
-            backend,
-            options,
-            pool,
+            backend: start.backend,
+            options: start.device,
+            offload,
+            names,
             demand,
             weights,
+            tokens,
             ledger,
-            metrics,
+            base,
             htb,
             estimator: Estimator::default(),
+            published,
         };
         live.publish();
-        live.enforce()?;
+        live.enforce();
         Ok(live)
+    }
+
+    /// Applies the file's configuration to a resumed pool (accepted changes): the
+    /// policy, tenants of the file joining or leaving, weights, then every share from
+    /// the weights and the file's slices and alpha.
+    fn apply_config(
+        config: &ServeConfig,
+        base: &Base,
+        allocator: &mut Allocator,
+        demand: &mut Vec<u64>,
+        weights: &mut Vec<u64>,
+    ) -> Result<(), ServiceError> {
+        if allocator.policy() != config.policy {
+            let mut state = allocator.export_state();
+            state.policy = config.policy;
+            *allocator = Allocator::from_state(state)?;
+        }
+        for (name, _) in &base.tenants {
+            if !config.tenants.iter().any(|t| &t.name == name) {
+                if let Some(u) = allocator.index_of(name) {
+                    allocator.leave(name, PoolChange::Resize)?;
+                    demand.remove(u);
+                    weights.remove(u);
+                }
+            }
+        }
+        for t in &config.tenants {
+            match allocator.index_of(&t.name) {
+                Some(u) => weights[u] = t.weight,
+                None => {
+                    let user = UserConfig::with_alpha(&t.name, 1, config.alpha, fairshare::Credits::ZERO);
+                    allocator.join(user, PoolChange::Resize)?;
+                    demand.push(0);
+                    weights.push(t.weight);
+                }
+            }
+        }
+        allocator.set_shares(&config.shares(weights))?;
+        Ok(())
     }
 
     /// The configuration.
@@ -158,147 +283,254 @@ impl LivePool {
         &self.config
     }
 
-    fn index(&self, name: &str) -> Result<usize, ServiceError> {
-        self.pool.pool().index_of(name).ok_or_else(|| ServiceError::UnknownTenant(name.to_string()))
+    /// What the pool publishes for readers.
+    pub fn published(&self) -> Arc<Published> {
+        Arc::clone(&self.published)
     }
 
-    /// Sets a tenant's demand from the next quantum on.
+    /// The token digests of the tenants who joined with one.
+    pub fn joined_tokens(&self) -> BTreeMap<String, Digest> {
+        self.tokens.iter().filter_map(|(n, hex)| auth::from_hex(hex).ok().map(|d| (n.clone(), d))).collect()
+    }
+
+    fn index(&self, name: &str) -> Result<usize, ServiceError> {
+        self.offload.pool().index_of(name).ok_or_else(|| ServiceError::UnknownTenant(name.to_string()))
+    }
+
+    /// The largest demand accepted, in slices.
+    fn max_demand(&self) -> u64 {
+        fairshare_abi::WORD_MAX.max(self.config.slices.saturating_mul(1_000))
+    }
+
+    /// Sets a tenant's demand from the next quantum on; acknowledged (returns) once the
+    /// change is durable.
     pub fn set_demand(&mut self, name: &str, demand: Demand) -> Result<(), ServiceError> {
         let u = self.index(name)?;
         let slices = match demand {
             Demand::Slices(s) => s,
             Demand::Bps(b) => b.div_ceil(self.config.slice_bps),
         };
-        if slices > fairshare_abi::WORD_MAX.max(self.config.slices.saturating_mul(1_000)) {
+        if slices > self.max_demand() {
             return Err(ServiceError::BadRequest(format!(
                 "demand: {slices} slices is above the largest accepted ({})",
-                fairshare_abi::WORD_MAX.max(self.config.slices.saturating_mul(1_000))
+                self.max_demand()
             )));
+        }
+        if let Some(ledger) = self.ledger.as_mut() {
+            let change = SavedChange::Demand { tenant: name.to_string(), slices };
+            let bytes =
+                serde_json::to_vec(&change).map_err(|e| ServiceError::Encode { what: "a demand", source: e })?;
+            let committed = ledger.append(&bytes);
+            self.committed("the demand", committed)?;
         }
         self.demand[u] = slices;
         Ok(())
     }
 
-    /// Runs one quantum: allocate, commit to the ledger, then publish.
-    pub fn run_quantum(&mut self) -> Result<Snapshot, ServiceError> {
+    /// Records the outcome of a commit in the status and metrics; an error becomes the
+    /// refusal of `what`.
+    fn committed(&self, what: &'static str, result: Result<(), LedgerError>) -> Result<(), ServiceError> {
+        match result {
+            Ok(()) => {
+                if self.published.status.load().ledger_error.is_some() {
+                    eprintln!("fairshare serve: the ledger commits again");
+                    self.published.update_status(|s| {
+                        s.ledger_error = None;
+                        s.durable = true;
+                    });
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.published.metrics.commit_failed();
+                let message = e.to_string();
+                if self.published.status.load().ledger_error.as_deref() != Some(message.as_str()) {
+                    eprintln!(
+                        "fairshare serve: the ledger cannot commit (changes are refused until it can): {message}"
+                    );
+                    self.published.update_status(|s| {
+                        s.ledger_error = Some(message.clone());
+                        s.durable = false;
+                    });
+                }
+                Err(ServiceError::NotCommitted { what, source: e })
+            }
+        }
+    }
+
+    /// Runs one quantum: measure, allocate, commit to the ledger, publish, enforce. On
+    /// an error nothing is published and the pool is where it was.
+    pub fn run_quantum(&mut self) -> Result<Arc<View>, ServiceError> {
         let start = Instant::now();
-        self.measure()?;
-        let on_device = self.pool.on_device();
-        self.pool.allocate(&self.demand)?;
+        let metrics = &self.published.metrics;
+        let (demand, counters) = self.measure()?;
+        let measured = Instant::now();
+        metrics.phase(Phase::Measure, measured - start);
+        let savepoint = self.ledger.is_some().then(|| self.offload.savepoint());
+        let on_device = self.offload.on_device();
+        self.offload.allocate(&demand)?;
         // The ledger holds verified credits only: wait for the verifier (async) before
         // the commit. A mismatch found now puts the software's result in its place.
-        self.pool.settle();
-        self.commit()?;
-        self.metrics.quantum_done(start.elapsed());
+        self.offload.settle();
         // Counted when it happens: a pool rebuilt by a join or leave may fall back again.
-        if on_device && !self.pool.on_device() {
-            self.metrics.fallback();
+        if on_device && !self.offload.on_device() {
+            metrics.fallback();
         }
-        let snapshot = self.publish();
-        self.enforce()?;
-        Ok(snapshot)
+        let allocated = Instant::now();
+        metrics.phase(Phase::Allocate, allocated - measured);
+        if let Some(ledger) = self.ledger.as_mut() {
+            let bytes = encode(&self.base, self.offload.pool(), &demand, &self.weights, &self.tokens)?;
+            let committed = ledger.commit(&bytes);
+            if let Err(e) = self.committed("the quantum", committed) {
+                if let Some(sp) = savepoint {
+                    self.offload.roll_back(sp)?;
+                }
+                return Err(e);
+            }
+        }
+        let done = Instant::now();
+        self.published.metrics.phase(Phase::Commit, done - allocated);
+        self.demand = demand;
+        if let (Some((_, last)), Some(now)) = (self.htb.as_mut(), counters) {
+            *last = now;
+        }
+        let view = self.publish();
+        let published = Instant::now();
+        self.published.metrics.phase(Phase::Publish, published - done);
+        self.enforce();
+        let end = Instant::now();
+        self.published.metrics.phase(Phase::Enforce, end - published);
+        self.published.metrics.quantum_done(end - start);
+        Ok(view)
     }
 
-    /// With measured demand, each tenant's demand from its class's counters.
-    fn measure(&mut self) -> Result<(), ServiceError> {
+    /// The demands of the next quantum: declared, or (measured) from the classes'
+    /// counters, with the counters read.
+    fn measure(&self) -> Result<(Vec<u64>, Option<Vec<Counters>>), ServiceError> {
         if self.config.demand != DemandSource::Measured {
-            return Ok(());
+            return Ok((self.demand.clone(), None));
         }
-        let Some((htb, last)) = self.htb.as_mut() else { return Ok(()) };
+        let Some((htb, last)) = self.htb.as_ref() else { return Ok((self.demand.clone(), None)) };
         let now = htb.counters()?;
         let secs = self.config.quantum.as_secs_f64();
-        for (u, (before, after)) in last.iter().zip(&now).enumerate() {
-            let alloc = self.pool.pool().allocations()[u];
-            self.demand[u] =
-                self.estimator.demand(*before, *after, alloc, secs, self.config.slice_bps, self.config.slices);
-        }
-        *last = now;
-        Ok(())
-    }
-
-    /// With HTB, the allocation as class rates, in one batch.
-    fn enforce(&self) -> Result<(), ServiceError> {
-        let Some((htb, _)) = &self.htb else { return Ok(()) };
-        let alloc = self.pool.pool().allocations();
-        let rates: Vec<u64> = alloc.iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
-        htb.apply(&rates)
-    }
-
-    fn commit(&mut self) -> Result<(), ServiceError> {
-        let Some(ledger) = self.ledger.as_mut() else { return Ok(()) };
-        let cp = Checkpoint {
-            pool: pool_id(&self.config),
-            allocator: self.pool.pool().export_state(),
-            demand: Cow::Borrowed(&self.demand),
-            weights: Cow::Borrowed(&self.weights),
-        };
-        let bytes = serde_json::to_vec(&cp).map_err(|e| ServiceError::Config(e.to_string()))?;
-        ledger.commit(&bytes)?;
-        Ok(())
-    }
-
-    /// The last published allocation.
-    pub fn snapshot(&self) -> Snapshot {
-        let a = self.pool.pool();
-        let karma = a.policy() == fairshare::Policy::Karma;
-        let tenants = a
-            .users()
+        let alloc = self.offload.pool().allocations();
+        let demand = last
             .iter()
-            .zip(a.allocations())
-            .enumerate()
-            .map(|(u, (user, &alloc))| TenantView {
-                name: user.name.clone(),
-                demand_slices: self.demand[u],
-                alloc_slices: alloc,
-                rate_bps: alloc.saturating_mul(self.config.slice_bps),
-                credits: karma.then(|| a.credits()[u].to_string()),
+            .zip(&now)
+            .zip(alloc)
+            .map(|((before, after), &a)| {
+                self.estimator.demand(*before, *after, a, secs, self.config.slice_bps, self.config.slices)
             })
             .collect();
-        Snapshot { quantum: a.quantum(), tenants }
+        Ok((demand, Some(now)))
     }
 
-    /// Publishes the allocation to the metrics and returns it.
-    fn publish(&mut self) -> Snapshot {
-        let snapshot = self.snapshot();
-        self.metrics.publish(&snapshot, self.pool.pool().credits());
-        snapshot
-    }
-
-    /// A tenant joins between quanta (paper section 3.4: it starts with the mean of the
-    /// others' credits); the pool keeps its slices, and every fair share follows the
-    /// weights as at start ([`ServeConfig::shares`]).
-    pub fn join(&mut self, name: &str, weight: u64) -> Result<Snapshot, ServiceError> {
-        self.no_htb("join")?;
-        if name.is_empty() {
-            return Err(ServiceError::BadRequest("name: is empty".into()));
+    /// With HTB, the allocation as class rates, in one batch. A failure is counted,
+    /// shown in the status and logged when it starts and ends; the quantum stands.
+    fn enforce(&self) {
+        let Some((htb, _)) = &self.htb else { return };
+        let alloc = self.offload.pool().allocations();
+        let rates: Vec<u64> = alloc.iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
+        let was = self.published.status.load().enforcement_error.clone();
+        match htb.apply(&rates) {
+            Ok(()) if was.is_some() => {
+                eprintln!("fairshare serve: enforcement works again");
+                self.published.update_status(|s| s.enforcement_error = None);
+            }
+            Ok(()) => {}
+            Err(e) => {
+                self.published.metrics.enforcement_failed();
+                let message = e.to_string();
+                if was.as_deref() != Some(message.as_str()) {
+                    eprintln!("fairshare serve: enforcement failed: {message}");
+                    self.published.update_status(|s| s.enforcement_error = Some(message.clone()));
+                }
+            }
         }
+    }
+
+    /// Publishes the pool as it is (committed) for readers, and returns it.
+    fn publish(&self) -> Arc<View> {
+        let a = self.offload.pool();
+        let karma = a.policy() == fairshare::Policy::Karma;
+        let view = Arc::new(View::new(
+            a.quantum(),
+            Arc::clone(&self.names),
+            self.demand.clone(),
+            a.allocations().to_vec(),
+            karma.then(|| a.credits().to_vec()),
+            self.config.slice_bps,
+        ));
+        self.published.view.store(Arc::clone(&view));
+        let o = &self.offload;
+        let fallback = o.fallback().map(|fb| FallbackStatus {
+            after_quanta: fb.quantum,
+            kind: fb.error.kind().to_string(),
+            reason: fb.to_string(),
+        });
+        let changed = {
+            let s = self.published.status.load();
+            s.on_device != o.on_device() || s.fallback != fallback || s.tenants != self.names.len()
+        };
+        if changed || o.on_device() {
+            let (on_device, device_quanta, tenants) = (o.on_device(), o.device_quanta(), self.names.len());
+            self.published.update_status(|s| {
+                s.on_device = on_device;
+                s.device_quanta = device_quanta;
+                s.fallback = fallback.clone();
+                s.tenants = tenants;
+            });
+        }
+        view
+    }
+
+    /// A tenant joins between quanta (paper section 3.4: it starts with the floor of
+    /// the mean of the others' credits); the pool keeps its slices, and every fair share
+    /// follows the weights as at start ([`ServeConfig::shares`]). `token`: the digest of
+    /// the tenant's token, if it has one.
+    pub fn join(&mut self, name: &str, weight: u64, token: Option<Digest>) -> Result<Arc<View>, ServiceError> {
+        self.no_htb("join")?;
+        check_name(name).map_err(|m| ServiceError::BadRequest(format!("name: {m}")))?;
         if weight == 0 || weight > 1_000_000 {
             return Err(ServiceError::BadRequest(format!("weight: {weight} is outside 1 to 1000000")));
         }
-        let mut allocator = self.pool.pool().clone();
+        if self.names.len() >= self.config.max_tenants {
+            return Err(ServiceError::Conflict(format!(
+                "the pool has {} tenants, its most (pool.max_tenants)",
+                self.names.len()
+            )));
+        }
+        let mut allocator = self.offload.pool().clone();
         let mut weights = self.weights.clone();
         weights.push(weight);
         // Its share for now (the pool grows); then every share from the weights.
         let user = UserConfig::with_alpha(name, 1, self.config.alpha, fairshare::Credits::ZERO);
         allocator.join(user, PoolChange::Resize)?;
         allocator.set_shares(&self.config.shares(&weights))?;
-        self.replace(allocator, weights, |v| v.push(0))
+        let mut demand = self.demand.clone();
+        demand.push(0);
+        let mut tokens = self.tokens.clone();
+        if let Some(d) = token {
+            tokens.insert(name.to_string(), auth::to_hex(&d));
+        }
+        self.replace("the join", allocator, demand, weights, tokens)
     }
 
     /// A tenant leaves between quanta; its credits are dropped, and the others' fair
     /// shares follow their weights over the pool's slices.
-    pub fn leave(&mut self, name: &str) -> Result<Snapshot, ServiceError> {
+    pub fn leave(&mut self, name: &str) -> Result<Arc<View>, ServiceError> {
         self.no_htb("leave")?;
         let u = self.index(name)?;
-        let mut allocator = self.pool.pool().clone();
+        let mut allocator = self.offload.pool().clone();
         allocator.leave(name, PoolChange::Resize)?;
         let mut weights = self.weights.clone();
         weights.remove(u);
         allocator.set_shares(&self.config.shares(&weights))?;
-        self.metrics.forget(name);
-        self.replace(allocator, weights, |v| {
-            v.remove(u);
-        })
+        let mut demand = self.demand.clone();
+        demand.remove(u);
+        let mut tokens = self.tokens.clone();
+        tokens.remove(name);
+        self.replace("the leave", allocator, demand, weights, tokens)
     }
 
     /// Tenants joining or leaving would change the HTB tree: not in this build.
@@ -311,72 +543,77 @@ impl LivePool {
         }
     }
 
-    /// Installs a changed pool: the device (if any) is put back from its credits.
+    /// Commits a changed pool, then installs it: the device (if any) is put back from
+    /// its credits. Refused with nothing changed if the commit fails.
     fn replace(
         &mut self,
+        what: &'static str,
         allocator: Allocator,
+        demand: Vec<u64>,
         weights: Vec<u64>,
-        edit: impl Fn(&mut Vec<u64>),
-    ) -> Result<Snapshot, ServiceError> {
-        // The old device handle is released first: a device serves one host at a time.
-        self.pool = Offload::software(allocator.clone());
-        self.pool = self.backend.pool_from(allocator, self.options)?;
-        if self.pool.fallback().is_some() {
-            self.metrics.fallback();
+        tokens: BTreeMap<String, String>,
+    ) -> Result<Arc<View>, ServiceError> {
+        if let Some(ledger) = self.ledger.as_mut() {
+            let bytes = encode(&self.base, &allocator, &demand, &weights, &tokens)?;
+            let committed = ledger.commit(&bytes);
+            self.committed(what, committed)?;
         }
-        self.weights = weights;
-        edit(&mut self.demand);
-        self.commit()?;
+        self.names = Arc::new(allocator.users().iter().map(|u| u.name.clone()).collect());
+        // The old device handle is released first: a device serves one host at a time.
+        self.offload = Offload::software(allocator.clone());
+        self.offload = match self.backend.pool_from(allocator.clone(), self.options) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("fairshare serve: the device could not be opened again after {what}, on software now: {e}");
+                self.published.metrics.fallback();
+                Offload::software(allocator)
+            }
+        };
+        if self.offload.fallback().is_some() {
+            self.published.metrics.fallback();
+        }
+        (self.demand, self.weights, self.tokens) = (demand, weights, tokens);
         Ok(self.publish())
-    }
-
-    /// The backend and whether the pool is on its device, as `/v1/status` shows.
-    pub fn status(&self) -> serde_json::Value {
-        serde_json::json!({
-            "backend": self.pool.label(),
-            "on_device": self.pool.on_device(),
-            "device_quanta": self.pool.device_quanta(),
-            "fallback": self.pool.fallback().map(|fb| serde_json::json!({
-                "after_quanta": fb.quantum, "kind": fb.error.kind(), "reason": fb.to_string(),
-            })),
-            "quantum": self.pool.pool().quantum(),
-            "quantum_period_ms": self.config.quantum.as_secs_f64() * 1e3,
-            "missed_ticks": self.metrics.missed_ticks(),
-            "durable": self.ledger.is_some(),
-        })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn fair_shares(pool: &LivePool) -> Vec<u64> {
-        pool.pool.pool().params().fair_share.clone()
+        pool.offload.pool().params().fair_share.clone()
+    }
+
+    fn options() -> StartOptions {
+        StartOptions {
+            backend: Backend::Software,
+            device: DeviceOptions::new(fairshare::offload::Verify::Async, 1_000),
+            state: None,
+            accept_config_changes: false,
+        }
     }
 
     #[test]
     fn shares_follow_the_weights_after_join_and_leave() {
         let text = include_str!("../../examples/serve.toml").replace("capacity = 6 ", "capacity = 10 ");
         let config = ServeConfig::parse("serve.toml", &text).expect("the example parses");
-        let mut pool = LivePool::start(
-            config,
-            Backend::Software,
-            DeviceOptions::new(fairshare::offload::Verify::Async, 1_000),
-            None,
-        )
-        .expect("starts");
+        let mut pool = LivePool::start(config, options()).expect("starts");
         // Weights 1, 1, 1 over 10 slices: quotas 3.33 each, the extra slice to the first.
         assert_eq!(fair_shares(&pool), [4, 3, 3]);
         // With D of weight 2 the quotas are 2, 2, 2, 4: exact.
-        pool.join("D", 2).expect("joins");
+        pool.join("D", 2, None).expect("joins");
         assert_eq!(fair_shares(&pool), [2, 2, 2, 4]);
-        assert_eq!(pool.pool.pool().params().capacity, 10);
+        assert_eq!(pool.offload.pool().params().capacity, 10);
         // B leaves: 1, 1, 2 over 10 are quotas 2.5, 2.5, 5, the extra slice to A.
         pool.leave("B").expect("leaves");
         assert_eq!(fair_shares(&pool), [3, 2, 5]);
         // A weight whose share would round to 0 is refused, and nothing changes.
-        assert!(pool.join("E", 1_000_000).is_err());
+        assert!(pool.join("E", 1_000_000, None).is_err());
         assert_eq!(fair_shares(&pool), [3, 2, 5]);
+        // A name outside the safe charset is refused.
+        let e = pool.join("x\"} 1\nfake 9", 1, None).unwrap_err();
+        assert!(e.to_string().contains("name: `x\\\"} 1\\nfake 9` has the character"), "{e}");
     }
 }

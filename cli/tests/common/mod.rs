@@ -1,0 +1,203 @@
+//! What the CLI's integration tests share: spawning `fairshare`, and a minimal
+//! HTTP/1.1 client over TCP or a Unix socket (no client crate is needed for a few
+//! requests, and a raw client can also send what a real one would not).
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_fairshare")
+}
+
+/// Where a server listens.
+#[derive(Debug, Clone)]
+pub enum Addr {
+    /// `host:port`.
+    Tcp(String),
+    /// A Unix socket.
+    Unix(PathBuf),
+}
+
+/// A running `fairshare` process, killed (SIGKILL) when dropped.
+pub struct Running {
+    pub child: Child,
+    pub addr: Addr,
+    /// A token sent with every request (`Authorization: Bearer`), if set.
+    pub token: Option<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `fairshare ARGS`, with its first line on stdout (it says the command is ready);
+/// stderr is kept in `stderr` if given, else dropped.
+pub fn spawn_until_first_line(args: &[&str], stderr: Option<&Path>) -> (Child, String) {
+    let err = match stderr {
+        Some(p) => Stdio::from(std::fs::File::create(p).unwrap()),
+        None => Stdio::null(),
+    };
+    let mut child = Command::new(bin()).args(args).stdout(Stdio::piped()).stderr(err).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    (child, line)
+}
+
+/// `fairshare serve --config CONFIG --listen 127.0.0.1:0 EXTRA...`, once it listens.
+pub fn serve(config: &Path, extra: &[&str]) -> Running {
+    serve_logged(config, extra, None)
+}
+
+/// As [`serve`], its stderr kept in `log`.
+pub fn serve_logged(config: &Path, extra: &[&str], log: Option<&Path>) -> Running {
+    let mut args = vec!["serve", "--config", config.to_str().unwrap()];
+    if !extra.contains(&"--listen") {
+        args.extend(["--listen", "127.0.0.1:0"]);
+    }
+    args.extend_from_slice(extra);
+    let (child, line) = spawn_until_first_line(&args, log);
+    let addr = if let Some(path) = line.trim().strip_prefix("fairshare serve: listening on unix:") {
+        Addr::Unix(PathBuf::from(path))
+    } else {
+        let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+        assert!(addr.contains(':'), "no address in {line:?}");
+        Addr::Tcp(addr)
+    };
+    Running { child, addr, token: None }
+}
+
+/// An HTTP response.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    /// The header lines, as sent.
+    pub head: String,
+    pub body: String,
+}
+
+impl Reply {
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+
+    /// A header's value (case-insensitive name).
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// Anything a request can go over.
+pub trait Conn: Read + Write {}
+impl<T: Read + Write> Conn for T {}
+
+/// A connection to `addr`.
+pub fn connect(addr: &Addr) -> Box<dyn Conn> {
+    match addr {
+        Addr::Tcp(a) => {
+            let s = std::net::TcpStream::connect(a).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+            Box::new(s)
+        }
+        Addr::Unix(p) => {
+            let s = std::os::unix::net::UnixStream::connect(p).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+            Box::new(s)
+        }
+    }
+}
+
+/// Sends one request on `conn` and reads the whole response (the connection is closed).
+pub fn exchange(conn: &mut dyn Conn, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (n, v) in headers {
+        req += &format!("{n}: {v}\r\n");
+    }
+    req += "\r\n";
+    req += body;
+    conn.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    conn.read_to_end(&mut raw).unwrap();
+    parse(&String::from_utf8_lossy(&raw))
+}
+
+/// A response's status, head and body.
+pub fn parse(response: &str) -> Reply {
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{response:?}"));
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((response, ""));
+    Reply { status, head: head.to_string(), body: body.to_string() }
+}
+
+impl Running {
+    /// One request with these headers (and the token, if set).
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut all: Vec<(&str, &str)> = headers.to_vec();
+        if let Some(a) = &auth {
+            if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+                all.push(("Authorization", a));
+            }
+        }
+        all.push(("Content-Type", "application/json"));
+        exchange(&mut *connect(&self.addr), method, path, &all, body)
+    }
+
+    /// One request: status and body.
+    pub fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let r = self.request(method, path, &[], body);
+        (r.status, r.body)
+    }
+
+    /// One request that must succeed; its JSON.
+    pub fn json(&self, method: &str, path: &str, body: &str) -> Value {
+        let r = self.request(method, path, &[], body);
+        assert!((200..300).contains(&r.status), "{method} {path}: {} {}", r.status, r.body);
+        r.json()
+    }
+
+    /// Sends SIGTERM and waits (at most `limit`) for the exit; the time it took, or `None`.
+    pub fn terminate(&mut self, limit: Duration) -> Option<Duration> {
+        let start = Instant::now();
+        Command::new("kill").arg(self.child.id().to_string()).status().unwrap();
+        while start.elapsed() < limit {
+            if self.child.try_wait().unwrap().is_some() {
+                return Some(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+/// The example pool of the README (`examples/serve.toml`).
+pub fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/serve.toml")
+}
+
+/// Writes `text` to `dir/name` with `mode`; returns the path.
+pub fn write_file(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    p
+}
+
+/// Whether this process runs as root.
+pub fn root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
