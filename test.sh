@@ -19,6 +19,9 @@ need_debian cc:build-essential make:make verilator:verilator
 # The live service's end-to-end test shapes traffic with HTB between two network
 # namespaces (iproute2) and measures it with iperf3.
 need_debian ip:iproute2 tc:iproute2 iperf3:iperf3
+# Its exposure tests check /metrics with Prometheus's promtool, talk TLS with curl to a
+# certificate openssl makes, and mount a tmpfs to fill a disk.
+need_debian promtool:prometheus curl:curl openssl:openssl mount:mount
 # The report's plots (fairshare compare) draw their text with a TrueType font.
 if [ -z "${FAIRSHARE_FONT:-}" ] && ! find /usr/share/fonts -iname '*.ttf' -print -quit 2>/dev/null | grep -q .; then
   missing+=(fonts-dejavu-core)

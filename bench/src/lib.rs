@@ -6,7 +6,9 @@
 //! through the emulated device next to the software on the same instance; and the
 //! `multi_scale` binary (`cargo run --release -p fairshare-bench --bin multi_scale`),
 //! which times the multi-resource policies from 100 to 10,000 users and writes
-//! `bench/MULTI_SCALE.md`. The library part only holds the helpers the benches share
+//! `bench/MULTI_SCALE.md`; and the measurements behind `fairshare bench` ([`software`],
+//! [`offload`], [`serve`]: a live pool read hard). The library part otherwise holds the
+//! helpers the benches share
 //! ([`multi_instance`] for `multi_scale`, [`placed`] for the report's measured clocks),
 //! so that every bench measures the same realistic instances.
 
@@ -18,6 +20,7 @@ use fairshare_sim::workload;
 
 pub mod offload;
 pub mod placed;
+pub mod serve;
 pub mod software;
 
 /// Initial credits of every user in [`karma_instance`]: large enough that nobody runs

@@ -83,3 +83,40 @@ pub fn offload(run: &OffloadRun, json: bool) -> Result<(), CliError> {
     }
     Ok(())
 }
+
+/// `fairshare bench serve`: a live pool's clock under readers.
+pub fn serve(run: &fairshare_bench::serve::ServeRun, json: bool) -> Result<(), CliError> {
+    if run.tenants == 0 || run.period.is_zero() || run.duration.is_zero() {
+        return Err(CliError::Usage("--tenants, --period-ms and --secs must be at least 1".into()));
+    }
+    let bin = std::env::current_exe().map_err(|e| CliError::Io(format!("finding this binary: {e}")))?;
+    let r = fairshare_bench::serve::measure(&bin, run).map_err(|e| CliError::Usage(format!("bench serve: {e}")))?;
+    if json {
+        let text = serde_json::to_string_pretty(&r).map_err(|e| CliError::Io(e.to_string()))?;
+        println!("{text}");
+        return Ok(());
+    }
+    println!(
+        "{} tenants, a quantum every {} ms, {} readers of /v1/allocations and {} of /metrics for {:.1} s",
+        r.tenants, r.period_ms, r.readers, r.metrics_readers, r.secs
+    );
+    println!("ticks: {}; with a quantum: {} ({:.2}%)", r.ticks, r.quanta, 100.0 * r.quanta_share);
+    let rows = vec![
+        vec![
+            "/v1/allocations".to_string(),
+            r.allocations_reads.to_string(),
+            format!("{:.2}", r.allocations_p50_ms),
+            format!("{:.2}", r.allocations_p99_ms),
+            r.allocations_bytes.to_string(),
+        ],
+        vec![
+            "/metrics".to_string(),
+            r.metrics_reads.to_string(),
+            format!("{:.2}", r.metrics_p50_ms),
+            format!("{:.2}", r.metrics_p99_ms),
+            r.metrics_bytes.to_string(),
+        ],
+    ];
+    print!("{}", table(&["read", "reads", "p50 ms", "p99 ms", "bytes"], &rows));
+    Ok(())
+}

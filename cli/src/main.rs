@@ -360,6 +360,29 @@ struct BenchDemands {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Start `fairshare serve` (wall clock, random demands) and read it hard: threads
+    /// reading /v1/allocations and /metrics on new connections; print the share of
+    /// ticks that ran a quantum and the readers' latencies (docs/serve.md).
+    Serve {
+        /// Tenants in the pool.
+        #[arg(long, default_value_t = 10_000)]
+        tenants: usize,
+        /// The quantum's period in milliseconds.
+        #[arg(long, default_value_t = 20)]
+        period_ms: u64,
+        /// Threads reading /v1/allocations.
+        #[arg(long, default_value_t = 20)]
+        readers: usize,
+        /// Threads reading /metrics.
+        #[arg(long, default_value_t = 4)]
+        metrics_readers: usize,
+        /// Seconds the readers read.
+        #[arg(long, default_value_t = 30)]
+        secs: u64,
+        /// Print JSON (fields ticks, quanta, quanta_share, allocations_p99_ms...).
+        #[arg(long)]
+        json: bool,
+    },
     /// Time quanta of a software policy in an equal-share pool (alpha 1/2, after 20
     /// warm-up quanta) and print the median and p99 per quantum and per user.
     Software {
@@ -671,6 +694,18 @@ fn main() -> ExitCode {
         } => {
             let run = fairshare_bench::offload::OffloadRun { users, quanta, backend, verify, workload, seed };
             bench::offload(&run, json).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Bench {
+            command: BenchCommand::Serve { tenants, period_ms, readers, metrics_readers, secs, json },
+        } => {
+            let run = fairshare_bench::serve::ServeRun {
+                tenants,
+                period: Duration::from_millis(period_ms),
+                readers,
+                metrics_readers,
+                duration: Duration::from_secs(secs),
+            };
+            bench::serve(&run, json).map(|_| ExitCode::SUCCESS)
         }
         Command::Hdl { command: HdlCommand::Regs } => {
             hdl::regs();

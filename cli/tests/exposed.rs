@@ -622,3 +622,62 @@ fn quanta_and_missed_ticks_add_up_to_the_ticks_passed() {
         assert!((counted - ticks).abs() <= slack, "{period_us} us: {counted} counted, {ticks:.0} passed");
     }
 }
+
+/// examples/fairshare.service passes `systemd-analyze verify` (with the binary under test
+/// where the unit expects /usr/local/bin/fairshare): no error and no warning.
+#[test]
+fn the_systemd_unit_verifies() {
+    if Command::new("systemd-analyze").arg("--version").output().is_err() {
+        eprintln!("the_systemd_unit_verifies: not run here: no systemd-analyze (systemd is absent)");
+        return;
+    }
+    let unit =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fairshare.service")).unwrap();
+    for needed in
+        ["StateDirectory=", "CapabilityBoundingSet=CAP_NET_ADMIN", "ProtectSystem=strict", "NoNewPrivileges=yes"]
+    {
+        assert!(unit.contains(needed), "the unit lacks {needed}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fairshare.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/fairshare", bin())).unwrap();
+    let out = Command::new("systemd-analyze").arg("verify").arg(&path).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.trim().is_empty(), "systemd-analyze verify: {said}");
+}
+
+/// The handlers are in place before the "listening" line: SIGTERM at once after it is a
+/// clean stop (exit 0, the socket removed), not a death by signal.
+#[test]
+fn a_sigterm_right_after_the_listening_line_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("api.sock");
+    let listen = format!("unix:{}", sock.display());
+    for _ in 0..5 {
+        let mut s = serve(&example(), &["--listen", &listen, "--clock", "manual"]);
+        assert!(s.terminate(Duration::from_secs(5)).is_some(), "no stop within 5 s");
+        assert_eq!(s.child.wait().unwrap().code(), Some(0));
+        assert!(!sock.exists(), "the socket was left behind");
+    }
+}
+
+/// `fairshare bench serve` runs and reports every figure (a bench, not a timed test: the
+/// bounds are loose).
+#[test]
+fn bench_serve_reports_its_figures() {
+    let out = Command::new(bin())
+        .args(["bench", "serve", "--tenants", "500", "--period-ms", "20", "--readers", "2", "--metrics-readers", "1"])
+        .args(["--secs", "2", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for field in ["ticks", "quanta", "allocations_reads", "metrics_reads", "allocations_bytes", "metrics_bytes"] {
+        assert!(v[field].as_u64().unwrap() > 0, "{field}: {v}");
+    }
+    for field in ["quanta_share", "allocations_p50_ms", "allocations_p99_ms", "metrics_p99_ms"] {
+        assert!(v[field].as_f64().unwrap() > 0.0, "{field}: {v}");
+    }
+    // About 100 ticks of 20 ms in 2 s.
+    assert!((50..=150).contains(&v["ticks"].as_u64().unwrap()), "{v}");
+}

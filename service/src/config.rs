@@ -488,6 +488,24 @@ weight = 1
     }
 
     #[test]
+    fn auth_and_tls_paths_are_relative_to_the_file_and_credits_default_large() {
+        let text = EXAMPLE.replace("initial_credits = 6\n", "")
+            + "[auth]\nadmin_token_file = \"admin.token\"\n[tls]\ncert = \"/etc/c.pem\"\nkey = \"k.pem\"\n";
+        let text = text.replace("name = \"A\"\n", "name = \"A\"\ntoken_file = \"tokens/a\"\n");
+        let c = ServeConfig::parse("/etc/fairshare/x.toml", &text).expect("valid");
+        assert_eq!(c.auth.unwrap().admin_token_file, Path::new("/etc/fairshare/admin.token"));
+        let tls = c.tls.unwrap();
+        assert_eq!(
+            (tls.cert.as_path(), tls.key.as_path()),
+            (Path::new("/etc/c.pem"), Path::new("/etc/fairshare/k.pem"))
+        );
+        assert_eq!(c.tenants[0].token_file.as_deref(), Some(Path::new("/etc/fairshare/tokens/a")));
+        assert_eq!(c.initial_credits, DEFAULT_INITIAL_CREDITS);
+        assert_eq!(c.max_tenants, DEFAULT_MAX_TENANTS);
+        assert!(check_name("a-Z_0.9").is_ok() && check_name(&"x".repeat(65)).is_err());
+    }
+
+    #[test]
     fn rates_and_units() {
         let text = EXAMPLE.replace("capacity = 6", "capacity = \"100mbit\"\nslice = \"1mbit\"");
         let c = ServeConfig::parse("x.toml", &text).expect("valid");
@@ -516,6 +534,15 @@ weight = 1
             ("source = \"declared\"", "source = \"measured\"", "needs enforce.kind = \"htb\""),
             ("kind = \"none\"", "kind = \"htb\"", "enforce.dev: missing"),
             ("kind = \"none\"", "kind = \"htb\"\ndev = \"eth0\"", "tenants[0].match: missing"),
+            ("name = \"B\"", "name = \"B b\"", "tenants[1].name `B b` has the character ' '"),
+            ("name = \"B\"", "name = \"\"", "tenants[1].name is empty"),
+            ("initial_credits = 6", "initial_credits = 6\nmax_tenants = 0", "pool.max_tenants: is 0"),
+            (
+                "weight = 1\n[[tenants]]\nname = \"B\"",
+                "weight = 1\ntoken_file = \"a.token\"\n[[tenants]]\nname = \"B\"",
+                "tenants[0].token_file: needs [auth]",
+            ),
+            ("kind = \"none\"", "kind = \"none\"\n[tls]\ncert = \"\"\nkey = \"k\"", "tls.cert: is empty"),
         ] {
             assert!(EXAMPLE.contains(from), "{from}");
             let e = ServeConfig::parse("x.toml", &EXAMPLE.replacen(from, to, 1)).expect_err(to);

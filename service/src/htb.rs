@@ -19,7 +19,7 @@
 //! A netlink crate would save the process (a few ms per quantum, against quanta of 100 ms
 //! and more), but none of the maintained ones builds HTB class options today.
 //!
-//! Ownership: the file `/run/fairshare-htb-NETNS-DEV.pid` (NETNS: the network
+//! Ownership: the file `/run/fairshare/htb-NETNS-DEV.pid` (NETNS: the network
 //! namespace's inode number) holds the owner's process id. At start,
 //! a tree `fa17:` of a dead owner is replaced; one of a live owner, or any other root
 //! qdisc with a handle of its own, is refused. On exit the tree and the file are removed.
@@ -39,6 +39,9 @@ const MTU_BYTES: u64 = 1514;
 
 /// The root qdisc's handle.
 const HANDLE: &str = "fa17";
+
+/// Where the owner files go (a systemd unit's `RuntimeDirectory=fairshare`).
+const OWNER_DIR: &str = "/run/fairshare";
 
 /// A class's counters since it was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -152,7 +155,7 @@ impl Htb {
         let netns = std::fs::read_link("/proc/self/ns/net")
             .map(|l| l.to_string_lossy().trim_start_matches("net:[").trim_end_matches(']').to_string())
             .unwrap_or_default();
-        let owner_file = PathBuf::from(format!("/run/fairshare-htb-{netns}-{dev}.pid"));
+        let owner_file = PathBuf::from(format!("{OWNER_DIR}/htb-{netns}-{dev}.pid"));
         let qdiscs = tc_show(&["qdisc", "show", "dev", dev])?;
         let root = qdiscs.lines().find(|l| l.contains(" root ")).unwrap_or("");
         let handle = root.split_whitespace().nth(2).unwrap_or("0:");
@@ -188,7 +191,8 @@ impl Htb {
             tc(&format!("qdisc del dev {dev} root\n"))?;
         }
         tc(&batch)?;
-        std::fs::write(&owner_file, std::process::id().to_string())
+        std::fs::create_dir_all(OWNER_DIR)
+            .and_then(|()| std::fs::write(&owner_file, std::process::id().to_string()))
             .map_err(|e| ServiceError::Io(format!("writing {}: {e}", owner_file.display())))?;
         Ok(Htb { dev: dev.to_string(), owner_file, tenants: tenants.len(), floor_bps: floor })
     }

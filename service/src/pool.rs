@@ -616,4 +616,21 @@ mod tests {
         let e = pool.join("x\"} 1\nfake 9", 1, None).unwrap_err();
         assert!(e.to_string().contains("name: `x\\\"} 1\\nfake 9` has the character"), "{e}");
     }
+
+    #[test]
+    fn joins_stop_at_max_tenants() {
+        let text = include_str!("../../examples/serve.toml")
+            .replace("initial_credits = 6", "initial_credits = 6\nmax_tenants = 4");
+        let config = ServeConfig::parse("serve.toml", &text).unwrap();
+        let mut pool = LivePool::start(config, options()).unwrap();
+        pool.join("D", 1, None).unwrap();
+        let e = pool.join("E", 1, None).unwrap_err();
+        assert!(matches!(&e, ServiceError::Conflict(m) if m.contains("4 tenants, its most")), "{e}");
+        assert_eq!(pool.published().view.load().names.len(), 4);
+        // A file with more tenants than its maximum is refused naming the field.
+        let text = include_str!("../../examples/serve.toml")
+            .replace("initial_credits = 6", "initial_credits = 6\nmax_tenants = 2");
+        let e = ServeConfig::parse("serve.toml", &text).unwrap_err();
+        assert!(e.to_string().contains("3 tenants, more than pool.max_tenants (2)"), "{e}");
+    }
 }
