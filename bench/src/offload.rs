@@ -176,34 +176,81 @@ fn digest(alloc: &[u64]) -> u64 {
     alloc.iter().fold(0xcbf2_9ce4_8422_2325, |h, &a| (h ^ a).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// Why the offload bench could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum OffloadBenchError {
+    /// A size of zero.
+    #[error("--users {users} --quanta {quanta}: both must be at least 1")]
+    Size {
+        /// Users asked for.
+        users: usize,
+        /// Quanta asked for.
+        quanta: usize,
+    },
+    /// The pool could not be made, or the software refused a quantum.
+    #[error("{what}: {source}")]
+    Pool {
+        /// The pool or the quantum.
+        what: String,
+        /// The library's error.
+        #[source]
+        source: fairshare::Error,
+    },
+    /// The emulator's folder could not be made.
+    #[error("a temporary folder for the emulator: {0}")]
+    Folder(#[source] std::io::Error),
+    /// The emulator could not start.
+    #[error(transparent)]
+    Emulator(#[from] fairshare_emulator::EmulatorError),
+    /// The backend could not be opened.
+    #[error(transparent)]
+    Backend(#[from] fairshare_backends::BackendError),
+    /// The backend is the software.
+    #[error("backend {0} is not a device")]
+    NotADevice(Backend),
+    /// The device refused the pool.
+    #[error("backend {backend} does not take the pool: {fallback}")]
+    Refused {
+        /// The backend.
+        backend: Backend,
+        /// Why, as the offload recorded it.
+        fallback: fairshare::offload::Fallback,
+    },
+}
+
+fn pool_error(what: impl Into<String>) -> impl FnOnce(fairshare::Error) -> OffloadBenchError {
+    let what = what.into();
+    move |source| OffloadBenchError::Pool { what, source }
+}
+
 /// Runs the measurement. Errors name what could not be set up (the emulator, the
 /// device, the pool) or a quantum the software refused.
-pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
+pub fn measure(run: &OffloadRun) -> Result<OffloadReport, OffloadBenchError> {
     let users = run.users;
     if users == 0 || run.quanta == 0 {
-        return Err(format!("--users {users} --quanta {}: both must be at least 1", run.quanta));
+        return Err(OffloadBenchError::Size { users, quanta: run.quanta });
     }
     let f = run.workload.fair_share();
-    let config = PoolConfig::equal(users, f, Alpha::new(1, 2).map_err(|e| e.to_string())?, crate::INITIAL_CREDITS)
-        .map_err(|e| e.to_string())?;
-    let dir = tempfile::tempdir().map_err(|e| format!("a temporary folder for the emulator: {e}"))?;
+    let config = Alpha::new(1, 2)
+        .and_then(|alpha| PoolConfig::equal(users, f, alpha, crate::INITIAL_CREDITS))
+        .map_err(pool_error("the pool"))?;
+    let dir = tempfile::tempdir().map_err(OffloadBenchError::Folder)?;
     let (backend, _emulator) = match &run.backend {
         Device::Emulator(model) => {
             let path = dir.path().join("bench.shm");
-            let emu = InProcess::start(&path, users, EMULATOR_LANES, *model, vec![]).map_err(|e| e.to_string())?;
+            let emu = InProcess::start(&path, users, EMULATOR_LANES, *model, vec![])?;
             (Backend::Emulator(path), Some(emu))
         }
         Device::Backend(b) => (b.clone(), None),
     };
     let device = backend
-        .accelerator(users, Duration::from_secs(30))
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("backend {backend} is not a device"))?;
-    let mut reference = Allocator::new(config.clone(), Policy::Karma).map_err(|e| e.to_string())?;
-    let pool = Allocator::new(config, Policy::Karma).map_err(|e| e.to_string())?;
+        .accelerator(users, Duration::from_secs(30))?
+        .ok_or_else(|| OffloadBenchError::NotADevice(backend.clone()))?;
+    let mut reference = Allocator::new(config.clone(), Policy::Karma).map_err(pool_error("the pool"))?;
+    let pool = Allocator::new(config, Policy::Karma).map_err(pool_error("the pool"))?;
     let mut offload = Offload::new(pool, device, run.verify);
     if let Some(fb) = offload.fallback() {
-        return Err(format!("backend {backend} does not take the pool: {fb}"));
+        return Err(OffloadBenchError::Refused { backend, fallback: fb.clone() });
     }
     let total = crate::WARM_UP_QUANTA + run.quanta;
     let ring = run.workload.demands(users, total.min((RING_VALUES / users).max(2)), run.seed);
@@ -220,7 +267,7 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
     let begin = Instant::now();
     let mut warm = 0;
     while warm < crate::WARM_UP_QUANTA || begin.elapsed() < WARM_UP {
-        let got = offload.allocate(&ring[warm % ring.len()]).map_err(|e| format!("warm-up quantum {warm}: {e}"))?;
+        let got = offload.allocate(&ring[warm % ring.len()]).map_err(pool_error(format!("warm-up quantum {warm}")))?;
         digests.push(digest(got));
         warm += 1;
     }
@@ -230,18 +277,18 @@ pub fn measure(run: &OffloadRun) -> Result<OffloadReport, String> {
     let mut software = |from: usize, digests: &mut Vec<u64>, times: &mut Vec<f64>| {
         for (q, issued) in (from..).zip(digests.drain(..)) {
             let start = Instant::now();
-            let want = reference.allocate(&ring[q % ring.len()]).map_err(|e| format!("quantum {q}: {e}"))?;
+            let want = reference.allocate(&ring[q % ring.len()]).map_err(pool_error(format!("quantum {q}")))?;
             times.push(start.elapsed().as_nanos() as f64);
             mismatches += u64::from(digest(want) != issued);
         }
-        Ok::<(), String>(())
+        Ok::<(), OffloadBenchError>(())
     };
     offload.settle();
     software(0, &mut digests, &mut Vec::new())?;
     let end = warm + run.quanta;
     for block in (warm..end).step_by(BLOCK) {
         for q in block..(block + BLOCK).min(end) {
-            let got = offload.allocate(&ring[q % ring.len()]).map_err(|e| format!("quantum {q}: {e}"))?;
+            let got = offload.allocate(&ring[q % ring.len()]).map_err(pool_error(format!("quantum {q}")))?;
             digests.push(digest(got));
             let timing = offload.timing();
             let device = timing.device_ns as f64;
@@ -347,6 +394,6 @@ mod tests {
             workload: BenchWorkload::Bursty,
             seed: 1,
         };
-        assert!(measure(&zero).unwrap_err().contains("at least 1"));
+        assert!(measure(&zero).unwrap_err().to_string().contains("at least 1"));
     }
 }

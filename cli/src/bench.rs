@@ -2,22 +2,58 @@
 //! and the bench report in `bench/` are the thorough ones). The measuring itself lives
 //! in `fairshare-bench`; this module parses nothing and prints the result.
 
+use std::process::ExitCode;
+use std::time::Duration;
+
 use fairshare_bench::offload::{self, OffloadRun, Spread};
+use fairshare_bench::serve::ServeRun;
 use fairshare_bench::software::{self, SoftwareRun};
 
-use crate::output::table;
+use crate::flags::{BenchArgs, BenchCommand, BenchDemands, BenchOffloadArgs, BenchServeArgs, BenchSoftwareArgs};
+use crate::output::{out, outln, table};
 use crate::CliError;
 
+/// Runs `fairshare bench`.
+pub fn run(args: BenchArgs) -> Result<ExitCode, CliError> {
+    match args.command {
+        BenchCommand::Software(BenchSoftwareArgs {
+            users,
+            quanta,
+            policy,
+            implementation,
+            demands: BenchDemands { workload, seed },
+            json,
+        }) => software(SoftwareRun { users, quanta, policy, implementation, workload, seed }, json),
+        BenchCommand::Offload(BenchOffloadArgs {
+            users,
+            quanta,
+            backend,
+            verify,
+            demands: BenchDemands { workload, seed },
+            json,
+        }) => offload(&OffloadRun { users, quanta, backend, verify, workload, seed }, json),
+        BenchCommand::Serve(BenchServeArgs { tenants, period_ms, readers, metrics_readers, secs, json }) => {
+            let period = Duration::from_millis(period_ms);
+            serve(&ServeRun { tenants, period, readers, metrics_readers, duration: Duration::from_secs(secs) }, json)
+        }
+    }?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `report` as pretty JSON.
+fn print_json(report: &impl serde::Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(report).map_err(CliError::json("the bench's report"))?;
+    outln!("{text}")
+}
+
 /// `fairshare bench software`: the median and p99 time per quantum of one policy.
-pub fn software(run: SoftwareRun, json: bool) -> Result<(), CliError> {
+fn software(run: SoftwareRun, json: bool) -> Result<(), CliError> {
     if run.users == 0 || run.quanta == 0 {
         return Err(CliError::Usage(format!("--users {} --quanta {}: both must be at least 1", run.users, run.quanta)));
     }
     let r = software::measure(run)?;
     if json {
-        let text = serde_json::to_string_pretty(&r).map_err(|e| CliError::Io(e.to_string()))?;
-        println!("{text}");
-        return Ok(());
+        return print_json(&r);
     }
     let row = vec![
         run.policy.to_string(),
@@ -29,26 +65,24 @@ pub fn software(run: SoftwareRun, json: bool) -> Result<(), CliError> {
         format!("{:.0}", r.p99_ns),
         format!("{:.2}", r.ns_per_user),
     ];
-    print!(
+    out!(
         "{}",
         table(
             &["policy", "implementation", "workload", "users", "quanta", "median ns", "p99 ns", "ns per user"],
             &[row]
         )
-    );
+    )?;
     Ok(())
 }
 
 /// `fairshare bench offload`: where the time of an offloaded quantum goes.
-pub fn offload(run: &OffloadRun, json: bool) -> Result<(), CliError> {
+fn offload(run: &OffloadRun, json: bool) -> Result<(), CliError> {
     if run.users == 0 || run.quanta == 0 {
         return Err(CliError::Usage(format!("--users {} --quanta {}: both must be at least 1", run.users, run.quanta)));
     }
-    let r = offload::measure(run).map_err(|e| CliError::Usage(format!("bench offload: {e}")))?;
+    let r = offload::measure(run).map_err(CliError::BenchOffload)?;
     if json {
-        let text = serde_json::to_string_pretty(&r).map_err(|e| CliError::Io(e.to_string()))?;
-        println!("{text}");
-        return Ok(());
+        return print_json(&r);
     }
     let us = |x: f64| format!("{:.2}", x / 1e3);
     let rows: Vec<Vec<String>> = [
@@ -63,44 +97,53 @@ pub fn offload(run: &OffloadRun, json: bool) -> Result<(), CliError> {
     .into_iter()
     .map(|(what, s): (&str, Spread)| vec![what.to_string(), us(s.median), us(s.p99)])
     .collect();
-    println!(
+    outln!(
         "{} users, {} quanta on {}, --verify {}, {} workload, {} cores",
-        run.users, run.quanta, run.backend, run.verify, run.workload, r.cores
-    );
-    print!("{}", table(&["per quantum", "median us", "p99 us"], &rows));
-    println!("beyond the device / software (medians): {:.3}", r.beyond_device_ns.median / r.software_ns.median);
-    println!(
+        run.users,
+        run.quanta,
+        run.backend,
+        run.verify,
+        run.workload,
+        r.cores
+    )?;
+    out!("{}", table(&["per quantum", "median us", "p99 us"], &rows))?;
+    outln!("beyond the device / software (medians): {:.3}", r.beyond_device_ns.median / r.software_ns.median)?;
+    outln!(
         "mismatches: {}; device quanta: {}; fallback: {}",
         r.mismatches,
         r.device_quanta,
         r.fallback.as_deref().unwrap_or("none")
-    );
+    )?;
     if r.checked_while_waiting + r.checked_by_thread + r.checked_on_demand > 0 {
-        println!(
+        outln!(
             "quanta checked by the caller while it waited: {}; by the verifier thread: {}; on demand: {}",
-            r.checked_while_waiting, r.checked_by_thread, r.checked_on_demand
-        );
+            r.checked_while_waiting,
+            r.checked_by_thread,
+            r.checked_on_demand
+        )?;
     }
     Ok(())
 }
 
 /// `fairshare bench serve`: a live pool's clock under readers.
-pub fn serve(run: &fairshare_bench::serve::ServeRun, json: bool) -> Result<(), CliError> {
+fn serve(run: &ServeRun, json: bool) -> Result<(), CliError> {
     if run.tenants == 0 || run.period.is_zero() || run.duration.is_zero() {
         return Err(CliError::Usage("--tenants, --period-ms and --secs must be at least 1".into()));
     }
-    let bin = std::env::current_exe().map_err(|e| CliError::Io(format!("finding this binary: {e}")))?;
-    let r = fairshare_bench::serve::measure(&bin, run).map_err(|e| CliError::Usage(format!("bench serve: {e}")))?;
+    let bin = std::env::current_exe().map_err(CliError::OwnPath)?;
+    let r = fairshare_bench::serve::measure(&bin, run).map_err(CliError::BenchServe)?;
     if json {
-        let text = serde_json::to_string_pretty(&r).map_err(|e| CliError::Io(e.to_string()))?;
-        println!("{text}");
-        return Ok(());
+        return print_json(&r);
     }
-    println!(
+    outln!(
         "{} tenants, a quantum every {} ms, {} readers of /v1/allocations and {} of /metrics for {:.1} s",
-        r.tenants, r.period_ms, r.readers, r.metrics_readers, r.secs
-    );
-    println!("ticks: {}; with a quantum: {} ({:.2}%)", r.ticks, r.quanta, 100.0 * r.quanta_share);
+        r.tenants,
+        r.period_ms,
+        r.readers,
+        r.metrics_readers,
+        r.secs
+    )?;
+    outln!("ticks: {}; with a quantum: {} ({:.2}%)", r.ticks, r.quanta, 100.0 * r.quanta_share)?;
     let rows = vec![
         vec![
             "/v1/allocations".to_string(),
@@ -117,6 +160,6 @@ pub fn serve(run: &fairshare_bench::serve::ServeRun, json: bool) -> Result<(), C
             r.metrics_bytes.to_string(),
         ],
     ];
-    print!("{}", table(&["read", "reads", "p50 ms", "p99 ms", "bytes"], &rows));
+    out!("{}", table(&["read", "reads", "p50 ms", "p99 ms", "bytes"], &rows))?;
     Ok(())
 }

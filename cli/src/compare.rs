@@ -3,9 +3,11 @@
 //! prints the summary.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use crate::backend::{Backend, DeviceOptions};
-use crate::output::{progress, table};
+use crate::flags::{CompareArgs, PoolArgs};
+use crate::output::{out, outln, progress, table};
 use crate::CliError;
 use fairshare_report::comparison::{cells, rows, Meta, DEFINITIONS};
 use fairshare_report::folder::ReportFolder;
@@ -15,8 +17,8 @@ use fairshare_sim::compare::{compare, Comparison, Setup};
 /// The most demands (users x quanta) a comparison generates: it holds them in memory.
 pub const MAX_DEMANDS: usize = 50_000_000;
 
-/// `fairshare compare`'s parameters.
-pub struct CompareRequest {
+/// `fairshare compare`'s parameters, checked.
+struct CompareRequest {
     /// What to run.
     pub setup: Setup,
     /// Where to run it; the first backend also runs the conformance experiment.
@@ -73,7 +75,36 @@ pub fn evaluate(setup: &Setup, backends: &[Backend], device: DeviceOptions) -> R
 }
 
 /// Runs `fairshare compare`.
-pub fn run(req: &CompareRequest) -> Result<(), CliError> {
+pub fn run(args: CompareArgs) -> Result<ExitCode, CliError> {
+    let CompareArgs {
+        pool: PoolArgs { users, quanta, fair_share, initial_credits, seed },
+        alpha,
+        workload,
+        policies,
+        backend,
+        device,
+        out,
+        no_plots,
+        json,
+    } = args;
+    let setup = Setup {
+        users,
+        quanta,
+        fair_share,
+        alphas: alpha,
+        initial_credits,
+        seed,
+        workload,
+        policies,
+        conformance: true,
+    };
+    let req = CompareRequest { setup, backends: backend, device: device.options(), out, plots: !no_plots, json };
+    write_report(&req)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the comparison, writes the report folder, prints the summary.
+fn write_report(req: &CompareRequest) -> Result<(), CliError> {
     let target = ReportFolder::new(&req.out)?;
     if req.plots {
         fairshare_report::font::register()?;
@@ -95,15 +126,15 @@ pub fn run(req: &CompareRequest) -> Result<(), CliError> {
             "backends_agree": c.backends_agree,
             "report": req.out.display().to_string(),
         });
-        println!("{json:#}");
+        outln!("{json:#}")?;
         return Ok(());
     }
     let (header, cells) = cells(&rows, true);
-    print!("{}", table(&header, &cells));
-    println!("\n{DEFINITIONS}");
+    out!("{}", table(&header, &cells))?;
+    outln!("\n{DEFINITIONS}")?;
     if !c.backends_agree {
-        println!("\nThe backends disagree: see runs.csv.");
+        outln!("\nThe backends disagree: see runs.csv.")?;
     }
-    println!("\nReport written to {}", req.out.display());
+    outln!("\nReport written to {}", req.out.display())?;
     Ok(())
 }

@@ -2,34 +2,26 @@
 //! through Karma, max-min and strict partitioning, compared side by side, and the
 //! paper's worked example (Figures 2 and 3) computed live.
 
+use std::process::ExitCode;
+
 use crate::compare;
-use crate::output::table;
+use crate::flags::{DemoArgs, PoolArgs};
+use crate::output::{out, outln, table};
 use crate::CliError;
 use fairshare::{Allocator, Alpha, Policy, PoolConfig};
 use fairshare_sim::compare::Setup;
 use fairshare_sim::workload::Workload;
 use serde::Serialize;
 
-/// Demo parameters.
-pub struct DemoRequest {
-    /// Users in the pool.
-    pub users: usize,
-    /// Quanta to run.
-    pub quanta: usize,
-    /// Fair share per user.
-    pub fair_share: u64,
-    /// Guaranteed fraction.
-    pub alpha: Alpha,
-    /// Initial credits per user.
-    pub initial_credits: i64,
-    /// Workload seed.
-    pub seed: u64,
-    /// Where the quanta run.
-    pub backend: crate::backend::Backend,
-    /// How device backends are used.
-    pub device: crate::backend::DeviceOptions,
-    /// JSON on stdout instead of tables.
-    pub json: bool,
+/// The demo's pool and workload.
+struct DemoRequest {
+    users: usize,
+    quanta: usize,
+    fair_share: u64,
+    alpha: fairshare::Alpha,
+    initial_credits: i64,
+    seed: u64,
+    json: bool,
 }
 
 #[derive(Serialize)]
@@ -75,8 +67,10 @@ fn join<T: ToString>(xs: &[T]) -> String {
     xs.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// Runs the demo and prints it.
-pub fn run(req: &DemoRequest) -> Result<(), CliError> {
+/// Runs `fairshare demo` and prints it.
+pub fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
+    let DemoArgs { pool: PoolArgs { users, quanta, fair_share, initial_credits, seed }, alpha, device, json } = args;
+    let req = DemoRequest { users, quanta, fair_share, alpha, initial_credits, seed, json };
     let setup = Setup {
         users: req.users,
         quanta: req.quanta,
@@ -88,7 +82,7 @@ pub fn run(req: &DemoRequest) -> Result<(), CliError> {
         policies: Policy::ALL.to_vec(),
         conformance: false,
     };
-    let c = compare::evaluate(&setup, std::slice::from_ref(&req.backend), req.device)?;
+    let c = compare::evaluate(&setup, std::slice::from_ref(&device.backend), device.options())?;
     let rows = fairshare_report::comparison::rows(&c);
     let config = PoolConfig::equal(req.users, req.fair_share, req.alpha, req.initial_credits)?;
     let Example { rows: example, karma_totals, maxmin_totals } = paper_example()?;
@@ -101,10 +95,10 @@ pub fn run(req: &DemoRequest) -> Result<(), CliError> {
             "policies": rows,
             "paper_example": { "quanta": example, "karma_totals": karma_totals, "maxmin_totals": maxmin_totals },
         });
-        println!("{json:#}");
-        return Ok(());
+        outln!("{json:#}")?;
+        return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "fairshare demo: {} users, fair share {} (pool {}), alpha {}, {} quanta of the bursty workload (seed {})\n",
         req.users,
         req.fair_share,
@@ -112,11 +106,11 @@ pub fn run(req: &DemoRequest) -> Result<(), CliError> {
         req.alpha,
         req.quanta,
         req.seed
-    );
+    )?;
     let (header, cells) = fairshare_report::comparison::cells(&rows, false);
-    print!("{}", table(&header, &cells));
-    println!("\n{}\n", fairshare_report::comparison::DEFINITIONS);
-    println!("The paper's worked example (Figures 2 and 3): 3 users, fair share 2, alpha 0.5, 6 initial credits\n");
+    out!("{}", table(&header, &cells))?;
+    outln!("\n{}\n", fairshare_report::comparison::DEFINITIONS)?;
+    outln!("The paper's worked example (Figures 2 and 3): 3 users, fair share 2, alpha 0.5, 6 initial credits\n")?;
     let mut cells: Vec<Vec<String>> = example
         .iter()
         .map(|r| {
@@ -130,6 +124,6 @@ pub fn run(req: &DemoRequest) -> Result<(), CliError> {
         })
         .collect();
     cells.push(vec!["total".into(), String::new(), join(&karma_totals), String::new(), join(&maxmin_totals)]);
-    print!("{}", table(&["quantum", "demands A,B,C", "karma alloc", "credits after", "max-min alloc"], &cells));
-    Ok(())
+    out!("{}", table(&["quantum", "demands A,B,C", "karma alloc", "credits after", "max-min alloc"], &cells))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,29 +2,33 @@
 //! measure its cycles per quantum in simulation (every quantum checked against the
 //! software), and record its waveforms.
 
-use crate::output::{table, write_atomically, Output};
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::flags::{HdlArgs, HdlCommand, HdlCyclesArgs, HdlTraceArgs, HdlVerilogArgs, Top};
+use crate::output::{out, outln, table, write_atomically, Output};
 use crate::CliError;
 use fairshare_hdl::catalog;
-use std::path::Path;
 
-/// Which top level `hdl verilog` exports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Top {
-    /// The device: engine behind AXI4-Lite registers and AXI-Stream ports (shell
-    /// module `fairshare_device`), what a PCIe shell instantiates.
-    Device,
-    /// The bare engine with its own ports (shell module `engine_shell`).
-    Engine,
-    /// Not a top level of the engine: the weighted count block, what a weighted lane
-    /// would add per probe (shell module `weighted_shell`), exported to be measured.
-    /// `--users` and `--lanes` are not checked and do not change it.
-    WeightedCount,
+/// Runs `fairshare hdl`.
+pub fn run(args: HdlArgs) -> Result<ExitCode, CliError> {
+    match args.command {
+        HdlCommand::Verilog(HdlVerilogArgs { users, lanes, top, module, out }) => {
+            verilog(users, lanes, top, &module, &out)
+        }
+        HdlCommand::Regs => regs(),
+        HdlCommand::Cycles(HdlCyclesArgs { users, lanes, quanta, seed, json }) => {
+            cycles(users, lanes, quanta, seed, json)
+        }
+        HdlCommand::Trace(HdlTraceArgs { users, lanes, quanta, seed, out }) => trace(users, lanes, quanta, seed, &out),
+    }?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes the Verilog of the shape for `users` and `lanes` to `out` (top module
 /// `module`, `top` by default), and its packed-port shell next to it (`<out
 /// stem>_shell.v`). A bad module name writes nothing.
-pub fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -> Result<(), CliError> {
+fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -> Result<(), CliError> {
     let (what, shell_module, verilog, shell) = match top {
         Top::Device | Top::Engine => {
             let engine = catalog::engine(lanes, users)?;
@@ -61,13 +65,13 @@ pub fn verilog(users: usize, lanes: usize, top: Top, module: &str, out: &Path) -
 }
 
 /// Prints the device register map (the markdown of `abi/REGISTERS.md`).
-pub fn regs() {
-    print!("{}", fairshare_abi::markdown());
+fn regs() -> Result<(), CliError> {
+    out!("{}", fairshare_abi::markdown())
 }
 
 /// Runs `quanta` quanta of Karma (bursty demands, fair share 10, alpha 1/2) through
 /// the simulated engine, checks each against the software and prints the cycles.
-pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) -> Result<(), CliError> {
+fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) -> Result<(), CliError> {
     if quanta == 0 {
         return Err(CliError::Usage("--quanta must be at least 1".into()));
     }
@@ -81,16 +85,16 @@ pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) 
             "users": users, "lanes": lanes, "capacity": capacity, "quanta": quanta, "seed": seed,
             "cycles_per_quantum_min": min, "cycles_per_quantum_median": median, "cycles_per_quantum_max": max,
         });
-        println!("{out}");
+        outln!("{out}")?;
     } else {
-        println!("engine: {lanes} lanes, {users} users (capacity {}), {quanta} Karma quanta of the bursty workload, every result checked against the software\n", capacity);
-        print!(
+        outln!("engine: {lanes} lanes, {users} users (capacity {}), {quanta} Karma quanta of the bursty workload, every result checked against the software\n", capacity)?;
+        out!(
             "{}",
             table(
                 &["cycles per quantum", "min", "median", "max"],
                 &[vec!["".into(), min.to_string(), median.to_string(), max.to_string()]]
             )
-        );
+        )?;
     }
     Ok(())
 }
@@ -99,7 +103,7 @@ pub fn cycles(users: usize, lanes: usize, quanta: usize, seed: u64, json: bool) 
 /// the simulated engine, each checked against the software, and writes a waveform of
 /// every signal of the engine (VCD, names as in the Verilog) to `out`: through a
 /// temporary file renamed into place, so that an error leaves nothing behind.
-pub fn trace(users: usize, lanes: usize, quanta: usize, seed: u64, out: &Path) -> Result<(), CliError> {
+fn trace(users: usize, lanes: usize, quanta: usize, seed: u64, out: &Path) -> Result<(), CliError> {
     if quanta == 0 {
         return Err(CliError::Usage("--quanta must be at least 1".into()));
     }
@@ -107,7 +111,7 @@ pub fn trace(users: usize, lanes: usize, quanta: usize, seed: u64, out: &Path) -
     let demands = fairshare_sim::workload::bursty(users, quanta, 10, seed);
     let mut file = Output::open(Some(out), &[])?;
     let cycles = catalog::karma_trace(lanes, 10, 5, 1_000, &demands, file.writer()).map_err(|e| match e {
-        catalog::HdlError::Io(what) => CliError::Io(format!("--out {}: {what}", out.display())),
+        catalog::HdlError::Write(source) => CliError::File { what: "writing", path: out.to_path_buf(), source },
         e => CliError::Hdl(e),
     })?;
     file.commit()?;

@@ -2,17 +2,19 @@
 //! (tasks, dominant share, tasks per server), or JSON for scripts.
 
 use std::path::Path;
+use std::process::ExitCode;
 
-use fairshare_multi::{Allocation, Instance, MultiPolicy, Options, Report};
+use fairshare_multi::{Allocation, Instance, Options, Report};
 use serde_json::{json, Map, Value};
 
-use crate::output::table;
+use crate::flags::MultiArgs;
+use crate::output::{out, outln, table};
 use crate::CliError;
 
 /// Reads and validates the instance; errors name the file and the line or the field.
 pub fn load(path: &Path) -> Result<Instance, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
-    Instance::from_json(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
+    let text = std::fs::read_to_string(path).map_err(CliError::file("reading", path))?;
+    Instance::from_json(&text).map_err(|source| CliError::Multi { path: path.to_path_buf(), source })
 }
 
 /// A task count as JSON: an integer for policies of whole tasks, else a real.
@@ -73,7 +75,7 @@ fn users_table(inst: &Instance, a: &Allocation, whole: bool) -> String {
 }
 
 /// Prints the report as a table, or as JSON with `json`.
-fn print(inst: &Instance, report: &Report, json: bool) {
+fn print(inst: &Instance, report: &Report, json: bool) -> Result<(), CliError> {
     let whole = report.policy.whole_tasks();
     if json {
         let steps: Vec<Value> = report
@@ -95,32 +97,33 @@ fn print(inst: &Instance, report: &Report, json: bool) {
         if !steps.is_empty() {
             out["steps"] = Value::Array(steps);
         }
-        println!("{out:#}");
-        return;
+        return outln!("{out:#}");
     }
-    println!("policy {} ({})", report.policy, report.method);
+    outln!("policy {} ({})", report.policy, report.method)?;
     if report.allocation.per_server.is_none() {
-        println!("allocated from the pooled capacity; tasks are not placed on servers");
+        outln!("allocated from the pooled capacity; tasks are not placed on servers")?;
     }
     for (k, a) in report.steps.iter().enumerate() {
         let arrived = inst.subset(&(0..=k).collect::<Vec<_>>());
-        println!("\nafter arrival {} ({}):", k + 1, inst.users[k]);
-        print!("{}", users_table(&arrived, a, whole));
+        outln!("\nafter arrival {} ({}):", k + 1, inst.users[k])?;
+        out!("{}", users_table(&arrived, a, whole))?;
     }
     if report.steps.is_empty() {
-        print!("{}", users_table(inst, &report.allocation, whole));
+        out!("{}", users_table(inst, &report.allocation, whole))?;
     }
+    Ok(())
 }
 
 /// `fairshare multi --policy P --instance FILE [--json] [--steps]`: with `steps`, dynamic
 /// policies (ddrf) also print the allocation after each arrival.
-pub fn run(policy: MultiPolicy, path: &Path, json: bool, steps: bool) -> Result<(), CliError> {
-    let inst = load(path)?;
+pub fn run(args: MultiArgs) -> Result<ExitCode, CliError> {
+    let MultiArgs { policy, instance: path, json, steps } = args;
+    let inst = load(&path)?;
     let report = fairshare_multi::run_with(policy, &inst, Options { steps })
-        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+        .map_err(|source| CliError::Multi { path: path.clone(), source })?;
     for field in &report.ignored {
         eprintln!("fairshare: note: {policy} ignores {field}");
     }
-    print(&inst, &report, json);
-    Ok(())
+    print(&inst, &report, json)?;
+    Ok(ExitCode::SUCCESS)
 }

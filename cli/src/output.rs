@@ -99,7 +99,6 @@ impl Output {
     /// Stdout when `out` is `None`; else `out`, refused if it is one of `inputs`.
     pub fn open(out: Option<&Path>, inputs: &[&Path]) -> Result<Self, CliError> {
         let Some(out) = out else { return Ok(Output { sink: Sink::Stdout(BufWriter::new(io::stdout())) }) };
-        let fail = |e: io::Error| CliError::Io(format!("--out {}: {e}", out.display()));
         if let Ok(meta) = fs::metadata(out) {
             for input in inputs {
                 if fs::metadata(input).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino()) {
@@ -114,11 +113,11 @@ impl Output {
                 return Err(CliError::Usage(format!("--out {} is a folder", out.display())));
             }
             if !meta.is_file() {
-                let file = OpenOptions::new().write(true).open(out).map_err(fail)?;
+                let file = OpenOptions::new().write(true).open(out).map_err(CliError::file("opening --out", out))?;
                 return Ok(Output { sink: Sink::Direct { file: BufWriter::new(file), path: out.to_path_buf() } });
             }
         }
-        let target = resolve(out).map_err(fail)?;
+        let target = resolve(out).map_err(CliError::file("resolving --out", out))?;
         let dir = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -128,14 +127,16 @@ impl Output {
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| CliError::Usage(format!("--out {}: not a file name", out.display())))?;
         remove_stale_temporaries(&dir, &name);
-        remove_temporaries_on_signal().map_err(fail)?;
+        remove_temporaries_on_signal()
+            .map_err(|source| CliError::Signal { signal: signal_hook::consts::SIGINT, source })?;
+        let fail = CliError::file("creating the temporary file of --out", out);
         let tmp = dir.join(format!(".{name}{TMP_MARK}{}.tmp", std::process::id()));
         // Registered before it exists, so that a signal between the two cannot leave it.
         TEMPORARIES.lock().unwrap_or_else(|p| p.into_inner()).push(tmp.clone());
         // Mode 0666 less the umask, as any new file (0644 under the usual 022).
         let file = OpenOptions::new().write(true).create_new(true).mode(0o666).open(&tmp).map_err(|e| {
             forget(&tmp);
-            CliError::Io(format!("--out {}: creating {}: {e}", out.display(), tmp.display()))
+            fail(e)
         })?;
         Ok(Output { sink: Sink::Staged { file: BufWriter::new(file), tmp, target } })
     }
@@ -149,8 +150,8 @@ impl Output {
     pub fn error(&self, e: io::Error) -> CliError {
         match &self.sink {
             Sink::Discard(_) | Sink::Stdout(_) => stdout_error(e),
-            Sink::Direct { path, .. } => CliError::Io(format!("writing {}: {e}", path.display())),
-            Sink::Staged { target, .. } => CliError::Io(format!("writing {}: {e}", target.display())),
+            Sink::Direct { path, .. } => CliError::file("writing", path)(e),
+            Sink::Staged { target, .. } => CliError::file("writing", target)(e),
         }
     }
 
@@ -170,14 +171,12 @@ impl Output {
         match sink {
             Sink::Discard(_) => Ok(()),
             Sink::Stdout(mut w) => w.flush().map_err(stdout_error),
-            Sink::Direct { mut file, path } => {
-                file.flush().map_err(|e| CliError::Io(format!("writing {}: {e}", path.display())))
-            }
+            Sink::Direct { mut file, path } => file.flush().map_err(CliError::file("writing", path)),
             Sink::Staged { file, tmp, target } => {
-                let io = |what: &str, e: io::Error| {
+                let io = |what: &'static str, e: io::Error| {
                     let _ = fs::remove_file(&tmp);
                     forget(&tmp);
-                    CliError::Io(format!("{what} {}: {e}", target.display()))
+                    CliError::File { what, path: target.clone(), source: e }
                 };
                 let file = file.into_inner().map_err(|e| io("writing", e.into_error()))?;
                 file.sync_all().map_err(|e| io("syncing", e))?;
@@ -221,14 +220,35 @@ pub fn stdout_error(e: io::Error) -> CliError {
     if e.kind() == io::ErrorKind::BrokenPipe {
         CliError::ClosedStdout
     } else {
-        CliError::Io(format!("writing stdout: {e}"))
+        CliError::Stdout(e)
     }
 }
+
+/// Writes `args` to stdout and flushes: the one way a command prints. A reader gone
+/// away is [`CliError::ClosedStdout`] (Rust ignores SIGPIPE, so the write fails with
+/// `BrokenPipe`), never a panic as `print!` would.
+pub fn write_stdout(args: std::fmt::Arguments) -> Result<(), CliError> {
+    let mut out = io::stdout().lock();
+    out.write_fmt(args).and_then(|()| out.flush()).map_err(stdout_error)
+}
+
+/// `print!` that returns [`write_stdout`]'s result.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::output::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` that returns [`write_stdout`]'s result.
+macro_rules! outln {
+    () => { $crate::output::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+pub(crate) use {out, outln};
 
 /// Writes `path` whole through [`Output`] (no inputs to protect).
 pub fn write_atomically(path: &Path, text: &[u8]) -> Result<(), CliError> {
     let mut out = Output::open(Some(path), &[])?;
-    out.writer().write_all(text).map_err(|e| CliError::Io(format!("writing {}: {e}", path.display())))?;
+    out.writer().write_all(text).map_err(CliError::file("writing", path))?;
     out.commit()
 }
 

@@ -4,8 +4,9 @@
 //! durable ledger before its rows count as written, and a rerun resumes after the last
 //! committed quantum (docs/reliability.md).
 
+use crate::flags::ReplayArgs;
 use crate::input::{digest_file, pool_for, scan_trace, QuantumReader, TraceIndex, UserSource};
-use crate::output::{progress, ratio, Output};
+use crate::output::{outln, progress, ratio, Output};
 use crate::CliError;
 use fairshare::{AllocatorState, Credits, Policy, PoolConfig};
 use fairshare_ledger::Ledger;
@@ -15,9 +16,10 @@ use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 /// What `replay` needs.
-pub struct ReplayRequest<'a> {
+struct ReplayRequest<'a> {
     /// Trace CSV.
     pub trace: &'a Path,
     /// Shares for every user, or a users file.
@@ -64,7 +66,7 @@ fn run_id(req: &ReplayRequest, trace: &TraceIndex, config: &PoolConfig) -> Resul
         UserSource::File(p) => digest_file(p)?,
         UserSource::Uniform { .. } => "-".into(),
     };
-    let pool = serde_json::to_vec(config).map_err(|e| CliError::Io(e.to_string()))?;
+    let pool = serde_json::to_vec(config).map_err(CliError::json("the pool's configuration"))?;
     Ok(format!("trace {} users {users} policy {} pool {:08x}", trace.digest, req.policy, crc32fast::hash(&pool)))
 }
 
@@ -77,9 +79,32 @@ enum Rows {
     Ledgered { ledger: Ledger, csv: csv::Writer<File>, path: PathBuf, len: u64, run: String },
 }
 
+/// Runs `fairshare replay`.
+pub fn run(args: ReplayArgs) -> Result<ExitCode, CliError> {
+    let users = match (&args.users, args.fair_share) {
+        (Some(path), _) => UserSource::File(path),
+        (None, Some(fair_share)) => UserSource::Uniform { fair_share, alpha: args.alpha },
+        (None, None) => return Err(CliError::Usage("give --fair-share or --users".into())),
+    };
+    let req = ReplayRequest {
+        trace: &args.trace,
+        users,
+        initial_credits: args.initial_credits,
+        policy: args.policy,
+        out: args.out.as_deref(),
+        backend: args.device.backend.clone(),
+        device: args.device.options(),
+        json: args.json,
+        dense: args.dense,
+        state: args.state.as_deref(),
+    };
+    replay(&req)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs a replay. Every input is checked before anything runs; a regular output file
 /// appears whole or not at all.
-pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
+fn replay(req: &ReplayRequest) -> Result<(), CliError> {
     let trace = scan_trace(req.trace)?;
     let config = pool_for(&trace, &req.users, req.initial_credits)?;
     let names: Vec<String> = config.users.iter().map(|u| u.name.clone()).collect();
@@ -113,18 +138,18 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
                 .read(true)
                 .write(true)
                 .open(&path)
-                .map_err(|e| CliError::Io(format!("opening {}: {e}", path.display())))?;
-            let have = file.metadata().map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?.len();
+                .map_err(CliError::file("opening", &path))?;
+            let have = file.metadata().map_err(CliError::file("reading the length of", &path))?.len();
             if have < len {
-                return Err(CliError::Io(format!(
-                    "{}: holds {have} bytes where the ledger committed {len}: the folder is damaged",
-                    path.display()
-                )));
+                return Err(CliError::Damaged {
+                    path,
+                    reason: format!("holds {have} bytes where the ledger committed {len}: the folder is damaged"),
+                });
             }
             // Rows written after the last commit belong to no committed quantum.
             file.set_len(len)
                 .and_then(|_| file.seek(SeekFrom::Start(len)))
-                .map_err(|e| CliError::Io(format!("cutting {} back to its committed rows: {e}", path.display())))?;
+                .map_err(CliError::file("cutting back to its committed rows", &path))?;
             Rows::Ledgered { ledger, csv: csv::Writer::from_writer(file), path, len, run }
         }
     };
@@ -175,7 +200,7 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
             write_record(&mut rows, &row)?;
         }
         if let Rows::Ledgered { ledger, csv, path, len, run } = &mut rows {
-            let io = |e: io::Error| CliError::Io(format!("writing {}: {e}", path.display()));
+            let io = |e: io::Error| CliError::File { what: "writing", path: path.clone(), source: e };
             csv.flush().map_err(io)?;
             csv.get_ref().sync_data().map_err(io)?;
             *len = (&mut csv.get_ref()).stream_position().map_err(io)?;
@@ -186,7 +211,7 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
                 pool: pool.pool().export_state(),
                 recorder: Cow::Borrowed(&recorder),
             };
-            ledger.commit(&serde_json::to_vec(&cp).map_err(|e| CliError::Io(e.to_string()))?)?;
+            ledger.commit(&serde_json::to_vec(&cp).map_err(CliError::json("the run's checkpoint"))?)?;
         }
         bar.inc(1);
     }
@@ -197,22 +222,21 @@ pub fn run(req: &ReplayRequest) -> Result<(), CliError> {
         Rows::Direct(mut csv) => {
             csv.flush().map_err(|e| csv.get_ref().error(e))?;
             // Flushed: nothing is left to fail here.
-            let out = csv.into_inner().map_err(|e| CliError::Io(e.error().to_string()))?;
+            let out = csv.into_inner().map_err(|e| CliError::Stdout(e.into_error()))?;
             out.commit()?
         }
         Rows::Ledgered { path, .. } => {
             if let Some(mut out) = out {
-                let mut file = File::open(&path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+                let mut file = File::open(&path).map_err(CliError::file("reading", &path))?;
                 io::copy(&mut file, out.writer()).map_err(|e| match req.out {
                     None => crate::output::stdout_error(e),
-                    Some(p) => CliError::Io(format!("writing {}: {e}", p.display())),
+                    Some(p) => CliError::File { what: "writing", path: p.to_path_buf(), source: e },
                 })?;
                 out.commit()?;
             }
         }
     }
-    summarize(req, &config, &pool, recorder);
-    Ok(())
+    summarize(req, &config, &pool, recorder)
 }
 
 /// Writes one CSV record.
@@ -225,7 +249,7 @@ fn write_record(rows: &mut Rows, fields: &[&str]) -> Result<(), CliError> {
         let e = fairshare_report::table::csv_io_error(e);
         match rows {
             Rows::Direct(csv) => csv.get_ref().error(e),
-            Rows::Ledgered { path, .. } => CliError::Io(format!("writing {}: {e}", path.display())),
+            Rows::Ledgered { path, .. } => CliError::File { what: "writing", path: path.clone(), source: e },
         }
     })
 }
@@ -243,7 +267,12 @@ fn quantum_error(trace: &TraceIndex, label: u64, names: &[String], e: fairshare:
     }
 }
 
-fn summarize(req: &ReplayRequest, config: &PoolConfig, pool: &fairshare::offload::Offload, recorder: Recorder) {
+fn summarize(
+    req: &ReplayRequest,
+    config: &PoolConfig,
+    pool: &fairshare::offload::Offload,
+    recorder: Recorder,
+) -> Result<(), CliError> {
     let summary = recorder.finish();
     if req.json {
         let json = serde_json::json!({
@@ -262,7 +291,7 @@ fn summarize(req: &ReplayRequest, config: &PoolConfig, pool: &fairshare::offload
             "disparity": summary.disparity,
             "jain": summary.jain,
         });
-        println!("{json}");
+        outln!("{json}")?;
     } else {
         eprintln!(
             "replay: policy {}, {} quanta, {} users, pool {} slices: utilization {}, fairness {} (welfare min {}, max {}), disparity {}, Jain {}",
@@ -278,4 +307,5 @@ fn summarize(req: &ReplayRequest, config: &PoolConfig, pool: &fairshare::offload
             ratio(summary.jain)
         );
     }
+    Ok(())
 }

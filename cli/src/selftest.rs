@@ -4,7 +4,11 @@
 //! vector files built into the binary (`vectors/karma_paper.json` and
 //! `vectors/karma_random.json`).
 
+use std::process::ExitCode;
+
 use crate::backend::Backend;
+use crate::flags::SelftestArgs;
+use crate::output::outln;
 use crate::CliError;
 use fairshare::policy::karma;
 use fairshare::vectors::VectorFile;
@@ -41,8 +45,14 @@ impl Verdict {
     }
 }
 
+/// Runs `fairshare selftest`.
+pub fn run(args: SelftestArgs) -> Result<ExitCode, CliError> {
+    let SelftestArgs { vectors, backend, timeout_ms } = args;
+    selftest(vectors.as_deref(), &backend, Duration::from_millis(timeout_ms)).map(Verdict::exit_code)
+}
+
 /// Runs `path`, or the built-in files.
-pub fn run(path: Option<&Path>, backend: &Backend, timeout: Duration) -> Result<Verdict, CliError> {
+fn selftest(path: Option<&Path>, backend: &Backend, timeout: Duration) -> Result<Verdict, CliError> {
     let mut tally = Tally::default();
     match path {
         None => {
@@ -52,14 +62,14 @@ pub fn run(path: Option<&Path>, backend: &Backend, timeout: Duration) -> Result<
         }
         Some(path) => {
             let file = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{file}: {e}")))?;
+            let text = std::fs::read_to_string(path).map_err(CliError::file("reading", path))?;
             run_text(&file, &text, backend, timeout, &mut tally)?;
         }
     }
     Ok(if tally.failed > 0 {
         Verdict::Mismatches
     } else if tally.quanta == 0 {
-        println!("selftest: every case was skipped on backend {backend}: nothing was tested (exit status 3)");
+        outln!("selftest: every case was skipped on backend {backend}: nothing was tested (exit status 3)")?;
         Verdict::NothingRan
     } else {
         Verdict::Passed
@@ -75,9 +85,13 @@ struct Tally {
 
 /// Runs the vector file `text` (named `file` in messages).
 fn run_text(file: &str, text: &str, backend: &Backend, timeout: Duration, tally: &mut Tally) -> Result<(), CliError> {
-    let vectors = VectorFile::parse(text).map_err(|e| CliError::Usage(format!("{file}: not a vector file: {e}")))?;
+    let vectors = VectorFile::parse(text)
+        .map_err(|e| CliError::Damaged { path: file.into(), reason: format!("not a vector file: {e}") })?;
     for case in &vectors.cases {
-        case.config().map_err(|e| CliError::Io(format!("{file}: case `{}` is not a valid pool: {e}", case.name)))?;
+        case.config().map_err(|e| CliError::Damaged {
+            path: file.into(),
+            reason: format!("case `{}` is not a valid pool: {e}", case.name),
+        })?;
     }
     let (mut quanta, mut failed, mut skipped) = (0, 0, 0);
     for case in &vectors.cases {
@@ -87,7 +101,7 @@ fn run_text(file: &str, text: &str, backend: &Backend, timeout: Duration, tally:
             device => match check_on_device(case, device, timeout) {
                 Err(NotRun::Unreachable(e)) => return Err(CliError::Backend(e)),
                 Err(why @ NotRun::DoesNotFit(_)) => {
-                    println!("skip     {} ({why})", case.name);
+                    outln!("skip     {} ({why})", case.name)?;
                     skipped += 1;
                     continue;
                 }
@@ -96,20 +110,20 @@ fn run_text(file: &str, text: &str, backend: &Backend, timeout: Duration, tally:
         };
         quanta += case.quanta.len();
         if mismatches.is_empty() {
-            println!("ok       {} ({} quanta, {} users)", case.name, case.quanta.len(), case.fair_share.len());
+            outln!("ok       {} ({} quanta, {} users)", case.name, case.quanta.len(), case.fair_share.len())?;
         } else {
             failed += 1;
-            println!("MISMATCH {} ({} mismatches)", case.name, mismatches.len());
+            outln!("MISMATCH {} ({} mismatches)", case.name, mismatches.len())?;
             for m in &mismatches {
-                println!("    {m}");
+                outln!("    {m}")?;
             }
         }
     }
-    println!(
+    outln!(
         "selftest {file} on backend {}: {} cases, {skipped} skipped, {quanta} quanta run, {failed} cases with mismatches",
         backend,
         vectors.cases.len()
-    );
+    )?;
     tally.quanta += quanta;
     tally.failed += failed;
     Ok(())

@@ -23,7 +23,7 @@ pub const CAPACITIES: [usize; 4] = [64, 256, 1024, 4096];
 pub const LANES: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
 /// What the engine catalog cannot do.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum HdlError {
     /// No engine of that shape in this build.
     #[error("{0}")]
@@ -35,8 +35,8 @@ pub enum HdlError {
     #[error("{0}")]
     Name(String),
     /// Writing a waveform failed.
-    #[error("{0}")]
-    Io(String),
+    #[error("writing the waveform: {0}")]
+    Write(#[source] std::io::Error),
     /// A simulated quantum was refused by the engine or differs from the software.
     #[error("quantum {quantum}: {detail}")]
     Quantum {
@@ -186,9 +186,7 @@ pub fn karma_trace(
 ) -> Result<Vec<u32>, HdlError> {
     let users = demands.first().map_or(0, Vec::len);
     let mut engine = engine(lanes, users)?;
-    let mut write = |engine: &mut dyn SimulatedEngine| {
-        out.write_all(&engine.take_trace()).map_err(|e| HdlError::Io(format!("writing the waveform: {e}")))
-    };
+    let mut write = |engine: &mut dyn SimulatedEngine| out.write_all(&engine.take_trace()).map_err(HdlError::Write);
     let mut first = true;
     let cycles = karma_run(engine.as_mut(), f, g, initial_credits, demands, &mut |engine| {
         if std::mem::take(&mut first) {
@@ -198,7 +196,7 @@ pub fn karma_trace(
         }
     })?;
     write(engine.as_mut())?;
-    out.flush().map_err(|e| HdlError::Io(format!("writing the waveform: {e}")))?;
+    out.flush().map_err(HdlError::Write)?;
     Ok(cycles)
 }
 

@@ -178,7 +178,7 @@ fn offload_run(n: usize, backend: &str, verify: Verify, quanta: usize) -> Result
     eprintln!("report: offload, N = {n}, {backend}, --verify {verify}");
     let run =
         OffloadRun { users: n, quanta, backend: backend.parse()?, verify, workload: BenchWorkload::Bursty, seed: 42 };
-    offload::measure(&run)
+    offload::measure(&run).map_err(|e| e.to_string())
 }
 
 /// The offload path per N: the emulator (software model) with async and sync
