@@ -24,24 +24,43 @@ pub struct Limits {
     pub modes: u32,
 }
 
-/// Why a device does not take a quantum: the status code it answers, and the value
-/// that does not fit.
+/// Why a device does not take a quantum: the status code it answers, the user to
+/// blame if one is, and the value that does not fit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
     /// The code of [`status`] the device answers.
     pub code: u32,
-    /// What does not fit, naming the value (and the user, where one is to blame).
+    /// The index of the user whose value does not fit, where one is to blame.
+    pub user: Option<usize>,
+    /// What does not fit, naming the value (after the user, if there is one:
+    /// "has 5 credits, ...").
     pub reason: String,
+}
+
+impl Refusal {
+    /// The refusal with the user called by `name` (e.g. its name in the pool) instead
+    /// of its index.
+    pub fn naming(&self, name: impl Fn(usize) -> Option<String>) -> String {
+        let who = match self.user {
+            Some(u) => format!("user {} ", name(u).unwrap_or_else(|| u.to_string())),
+            None => String::new(),
+        };
+        format!("{who}{} (status code {}: {})", self.reason, self.code, status::describe(self.code))
+    }
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (status code {}: {})", self.reason, self.code, status::describe(self.code))
+        f.write_str(&self.naming(|_| None))
     }
 }
 
 fn refuse(code: u32, reason: String) -> Result<(), Refusal> {
-    Err(Refusal { code, reason })
+    Err(Refusal { code, user: None, reason })
+}
+
+fn refuse_user(code: u32, user: usize, reason: String) -> Result<(), Refusal> {
+    Err(Refusal { code, user: Some(user), reason })
 }
 
 /// The checks that depend on the configuration only: `users` users, mode word
@@ -87,15 +106,16 @@ pub fn admit<T: Copy + Into<u64>>(
             let with_free = c + (fair - guaranteed);
             let earned = if d < guaranteed { with_free + (guaranteed - d) } else { with_free };
             if c >= WORD_LIMIT || earned >= WORD_LIMIT {
-                return refuse(
+                return refuse_user(
                     status::CREDIT,
-                    format!("user {u} has {c} credits, which could reach {earned}; device balances stay below 2^31"),
+                    u,
+                    format!("has {c} credits, which could reach {earned}; device balances stay below 2^31"),
                 );
             }
         }
     }
     if let Some((u, d)) = demand.iter().map(|&d| d.into()).enumerate().find(|&(_, d)| d >= WORD_LIMIT) {
-        return refuse(status::DEMAND, format!("user {u} demands {d} slices; a device takes at most {WORD_MAX}"));
+        return refuse_user(status::DEMAND, u, format!("demands {d} slices; a device takes at most {WORD_MAX}"));
     }
     if mode_word != mode::STRICT && n as u64 * fair >= WORD_LIMIT {
         return refuse(
@@ -164,6 +184,17 @@ mod tests {
 
     fn code(r: Result<(), Refusal>) -> u32 {
         r.err().map_or(status::NONE, |r| r.code)
+    }
+
+    #[test]
+    fn a_refusal_names_its_user_by_index_as_data() {
+        let r = admit::<u64>(&DEV, mode::KARMA, 2, 1, &[0, 0, 0], &[1, WORD_LIMIT, 1]).unwrap_err();
+        assert_eq!((r.code, r.user), (status::DEMAND, Some(1)));
+        assert!(r.to_string().starts_with("user 1 demands 2147483648 slices"), "{r}");
+        let named = r.naming(|u| Some(format!("`u{u}`")));
+        assert!(named.starts_with("user `u1` demands"), "{named}");
+        let r = admit::<u32>(&DEV, mode::KARMA, 2, 1, &[0; 9], &[0; 9]).unwrap_err();
+        assert_eq!(r.user, None, "not one user's fault: {r}");
     }
 
     #[test]

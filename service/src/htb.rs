@@ -29,7 +29,61 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use crate::config::{Match, Tenant};
-use crate::ServiceError;
+
+/// Why the HTB tree could not be installed, changed or read.
+#[derive(Debug, thiserror::Error)]
+pub enum EnforceError {
+    /// `tc` could not be run or talked to.
+    #[error("{what}: {source}")]
+    Tool {
+        /// What was being done (`running tc`, `writing to tc`).
+        what: &'static str,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `tc` refused what it was given; its own message.
+    #[error("tc refused {what}: {message}")]
+    Refused {
+        /// The batch or command.
+        what: String,
+        /// tc's message (its stderr, warnings left out).
+        message: String,
+    },
+    /// Another live fairshare enforces on the device.
+    #[error("enforce.dev: {dev} is enforced by another fairshare (pid {pid})")]
+    Taken {
+        /// The device.
+        dev: String,
+        /// The other process.
+        pid: u32,
+    },
+    /// The device has a root qdisc that is not ours.
+    #[error("enforce.dev: {dev} has a root qdisc of its own (`{qdisc}`); refusing to replace it")]
+    Foreign {
+        /// The device.
+        dev: String,
+        /// That qdisc, as tc shows it.
+        qdisc: String,
+    },
+    /// A tenant's match cannot be made a filter.
+    #[error("tenants: `{tenant}`: match: {reason}")]
+    Match {
+        /// The tenant.
+        tenant: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The owner file could not be written.
+    #[error("writing {}: {source}", path.display())]
+    OwnerFile {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// The least rate HTB accepts (bits per second).
 pub const MIN_RATE_BPS: u64 = 8;
@@ -65,34 +119,37 @@ pub struct Htb {
     floor_bps: u64,
 }
 
-fn tc(batch: &str) -> Result<(), ServiceError> {
+fn tool(what: &'static str) -> impl FnOnce(std::io::Error) -> EnforceError {
+    move |source| EnforceError::Tool { what, source }
+}
+
+fn tc(batch: &str) -> Result<(), EnforceError> {
     let mut child = Command::new("tc")
         .args(["-batch", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| ServiceError::Io(format!("running tc: {e}")))?;
+        .map_err(tool("running tc"))?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(batch.as_bytes()).map_err(|e| ServiceError::Io(format!("writing to tc: {e}")))?;
+        stdin.write_all(batch.as_bytes()).map_err(tool("writing to tc"))?;
     }
-    let out = child.wait_with_output().map_err(|e| ServiceError::Io(format!("running tc: {e}")))?;
+    let out = child.wait_with_output().map_err(tool("running tc"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let err: Vec<&str> = err.lines().filter(|l| !l.starts_with("Warning")).collect();
-        return Err(ServiceError::Io(format!("tc refused the batch: {}", err.join("; "))));
+        return Err(EnforceError::Refused { what: "the batch".into(), message: err.join("; ") });
     }
     Ok(())
 }
 
-fn tc_show(args: &[&str]) -> Result<String, ServiceError> {
-    let out = Command::new("tc").args(args).output().map_err(|e| ServiceError::Io(format!("running tc: {e}")))?;
+fn tc_show(args: &[&str]) -> Result<String, EnforceError> {
+    let out = Command::new("tc").args(args).output().map_err(tool("running tc"))?;
     if !out.status.success() {
-        return Err(ServiceError::Io(format!(
-            "tc {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(EnforceError::Refused {
+            what: format!("tc {}", args.join(" ")),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -101,7 +158,7 @@ fn class(i: usize) -> String {
     format!("{HANDLE}:{:x}", 0x10 + i)
 }
 
-fn filter(dev: &str, i: usize, m: &Match) -> Result<String, ServiceError> {
+fn filter(dev: &str, i: usize, tenant: &str, m: &Match) -> Result<String, EnforceError> {
     let flow = class(i);
     let prio = i + 1;
     let protocol = match m.protocol.as_deref() {
@@ -115,7 +172,7 @@ fn filter(dev: &str, i: usize, m: &Match) -> Result<String, ServiceError> {
         ),
         (None, Some(src), None) => {
             let addr: std::net::Ipv4Addr =
-                src.parse().map_err(|_| ServiceError::Config(format!("match.src: `{src}` is not an IPv4 address")))?;
+                src.parse().map_err(|_| EnforceError::Match { tenant: tenant.into(), reason: "src is not an IPv4 address" })?;
             format!(
                 "filter add dev {dev} parent {HANDLE}: protocol ip prio {prio} u32{protocol} match ip src {addr}/32 flowid {flow}\n"
             )
@@ -123,7 +180,9 @@ fn filter(dev: &str, i: usize, m: &Match) -> Result<String, ServiceError> {
         (None, None, Some(mark)) => {
             format!("filter add dev {dev} parent {HANDLE}: protocol ip prio {prio} handle {mark} fw flowid {flow}\n")
         }
-        _ => return Err(ServiceError::Config("match: give exactly one of dport, src and fwmark".into())),
+        _ => {
+            return Err(EnforceError::Match { tenant: tenant.into(), reason: "give exactly one of dport, src and fwmark" })
+        }
     })
 }
 
@@ -149,7 +208,7 @@ impl Htb {
         link_bps: u64,
         tenants: &[Tenant],
         quantum: std::time::Duration,
-    ) -> Result<Htb, ServiceError> {
+    ) -> Result<Htb, EnforceError> {
         let floor = Self::floor_for(quantum);
         // Device names are per network namespace: the file names the namespace too.
         let netns = std::fs::read_link("/proc/self/ns/net")
@@ -162,29 +221,25 @@ impl Htb {
         if handle == format!("{HANDLE}:") {
             let owner = std::fs::read_to_string(&owner_file).ok().and_then(|s| s.trim().parse::<u32>().ok());
             if let Some(pid) = owner.filter(|&p| alive(p) && p != std::process::id()) {
-                return Err(ServiceError::Config(format!(
-                    "enforce.dev: {dev} is enforced by another fairshare (pid {pid})"
-                )));
+                return Err(EnforceError::Taken { dev: dev.into(), pid });
             }
         } else if handle != "0:" {
-            return Err(ServiceError::Config(format!(
-                "enforce.dev: {dev} has a root qdisc of its own (`{}`); refusing to replace it",
-                root.trim()
-            )));
+            return Err(EnforceError::Foreign { dev: dev.into(), qdisc: root.trim().into() });
         }
         let mut batch = format!(
             "qdisc replace dev {dev} root handle {HANDLE}: htb default 0\n\
              class replace dev {dev} parent {HANDLE}: classid {HANDLE}:1 htb rate {link_bps}bit ceil {link_bps}bit quantum 1514\n"
         );
         for (i, t) in tenants.iter().enumerate() {
-            let m = t.selector.as_ref().ok_or_else(|| {
-                ServiceError::Config(format!("tenants: `{}` has no match; enforce = htb needs one per tenant", t.name))
+            let m = t.selector.as_ref().ok_or_else(|| EnforceError::Match {
+                tenant: t.name.clone(),
+                reason: "missing; enforce = htb needs one per tenant",
             })?;
             batch += &format!(
                 "class replace dev {dev} parent {HANDLE}:1 classid {} htb rate {floor}bit ceil {floor}bit quantum 1514\n",
                 class(i)
             );
-            batch += &filter(dev, i, m)?;
+            batch += &filter(dev, i, &t.name, m)?;
         }
         // A stale tree (of a dead owner) goes first, with its filters.
         if handle == format!("{HANDLE}:") {
@@ -193,12 +248,12 @@ impl Htb {
         tc(&batch)?;
         std::fs::create_dir_all(OWNER_DIR)
             .and_then(|()| std::fs::write(&owner_file, std::process::id().to_string()))
-            .map_err(|e| ServiceError::Io(format!("writing {}: {e}", owner_file.display())))?;
+            .map_err(|source| EnforceError::OwnerFile { path: owner_file.clone(), source })?;
         Ok(Htb { dev: dev.to_string(), owner_file, tenants: tenants.len(), floor_bps: floor })
     }
 
     /// Sets every tenant's rate and ceiling, in one batch.
-    pub fn apply(&self, rates_bps: &[u64]) -> Result<(), ServiceError> {
+    pub fn apply(&self, rates_bps: &[u64]) -> Result<(), EnforceError> {
         let mut batch = String::new();
         for (i, &r) in rates_bps.iter().enumerate().take(self.tenants) {
             let r = r.max(self.floor_bps);
@@ -212,7 +267,7 @@ impl Htb {
     }
 
     /// Every tenant's counters, in tenant order.
-    pub fn counters(&self) -> Result<Vec<Counters>, ServiceError> {
+    pub fn counters(&self) -> Result<Vec<Counters>, EnforceError> {
         let text = tc_show(&["-s", "class", "show", "dev", &self.dev])?;
         let mut out = vec![Counters::default(); self.tenants];
         let mut current: Option<usize> = None;

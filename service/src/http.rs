@@ -131,9 +131,7 @@ async fn change<T: Send + 'static>(
     f: impl FnOnce(&mut LivePool) -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ServiceError> {
     let pool = Arc::clone(&s.pool);
-    tokio::task::spawn_blocking(move || f(&mut lock(&pool)))
-        .await
-        .map_err(|e| ServiceError::Io(format!("a change of the pool stopped: {e}")))?
+    tokio::task::spawn_blocking(move || f(&mut lock(&pool))).await.map_err(ServiceError::ChangeStopped)?
 }
 
 /// A view's JSON as a response.

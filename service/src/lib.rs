@@ -32,9 +32,6 @@ pub mod tls;
 /// Why the service refused a request or could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
-    /// The configuration or the ledger folder does not fit.
-    #[error("{0}")]
-    Config(String),
     /// The configuration file (or a file it names) is wrong.
     #[error(transparent)]
     ConfigFile(#[from] config::ConfigError),
@@ -112,7 +109,20 @@ pub enum ServiceError {
     /// The ledger could not be opened or written.
     #[error(transparent)]
     Ledger(#[from] fairshare_ledger::LedgerError),
-    /// The runtime, or the enforcer's tools, failed.
-    #[error("{0}")]
-    Io(String),
+    /// Enforcement (the HTB tree) failed.
+    #[error(transparent)]
+    Enforce(#[from] htb::EnforceError),
+    /// What the service runs on could not be started (its runtime, a thread, a signal
+    /// handler).
+    #[error("{what}: {source}")]
+    Start {
+        /// What.
+        what: &'static str,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A change of the pool stopped before it ended (its thread panicked).
+    #[error("a change of the pool stopped: {0}")]
+    ChangeStopped(#[source] tokio::task::JoinError),
 }

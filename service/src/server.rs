@@ -222,13 +222,12 @@ enum Received {
 
 impl Signals {
     fn install() -> Result<Signals, ServiceError> {
-        let on = |kind: SignalKind, name: &'static str| {
-            signal(kind).map_err(|e| ServiceError::Io(format!("installing the handler of {name}: {e}")))
-        };
+        let on =
+            |kind: SignalKind, what: &'static str| signal(kind).map_err(|source| ServiceError::Start { what, source });
         Ok(Signals {
-            term: on(SignalKind::terminate(), "SIGTERM")?,
-            int: on(SignalKind::interrupt(), "SIGINT")?,
-            hup: on(SignalKind::hangup(), "SIGHUP")?,
+            term: on(SignalKind::terminate(), "installing the handler of SIGTERM")?,
+            int: on(SignalKind::interrupt(), "installing the handler of SIGINT")?,
+            hup: on(SignalKind::hangup(), "installing the handler of SIGHUP")?,
         })
     }
 
@@ -324,19 +323,20 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| ServiceError::Io(format!("starting the runtime: {e}")))?;
+        .map_err(|source| ServiceError::Start { what: "starting the runtime", source })?;
     let (stop_clock, stopped) = mpsc::channel::<()>();
     let mut clock_thread = None;
     let served = runtime.block_on(async {
         let mut signals = Signals::install()?;
+        let listening = |source| ServiceError::Listen { at: address.to_string(), source };
         let listener = match bound {
             Bound::Tcp(l) => {
-                l.set_nonblocking(true).map_err(|e| ServiceError::Io(e.to_string()))?;
-                Listener::Tcp(tokio::net::TcpListener::from_std(l).map_err(|e| ServiceError::Io(e.to_string()))?)
+                l.set_nonblocking(true).map_err(listening)?;
+                Listener::Tcp(tokio::net::TcpListener::from_std(l).map_err(listening)?)
             }
             Bound::Unix(l, _) => {
-                l.set_nonblocking(true).map_err(|e| ServiceError::Io(e.to_string()))?;
-                Listener::Unix(tokio::net::UnixListener::from_std(l).map_err(|e| ServiceError::Io(e.to_string()))?)
+                l.set_nonblocking(true).map_err(listening)?;
+                Listener::Unix(tokio::net::UnixListener::from_std(l).map_err(listening)?)
             }
         };
         if options.clock == Clock::Wall {
@@ -345,7 +345,7 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
                 std::thread::Builder::new()
                     .name("fairshare-clock".into())
                     .spawn(move || crate::clock::run(pool, published, period, stopped))
-                    .map_err(|e| ServiceError::Io(format!("starting the clock: {e}")))?,
+                    .map_err(|source| ServiceError::Start { what: "starting the clock's thread", source })?,
             );
         }
         ready(&address);

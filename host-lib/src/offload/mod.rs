@@ -115,15 +115,8 @@ pub fn admit_quantum(pool: &Allocator, limits: &Limits, demand: &[u64]) -> std::
     let (f, g) = (users[0].fair_share, users[0].guaranteed);
     let credits: Vec<u64> = pool.credits().iter().map(|c| u64::try_from(c.floor_int()).unwrap_or(u64::MAX)).collect();
     abi::admit(limits, mode_of(pool.policy()).word(), f, g, &credits, demand).map_err(|r| {
-        // Name the user as the pool knows it.
-        let reason = match r.reason.split_once(' ').and_then(|(_, rest)| rest.split_once(' ')) {
-            Some((index, rest)) if r.reason.starts_with("user ") => match index.parse::<usize>() {
-                Ok(u) if u < users.len() => format!("user `{}` {rest}", users[u].name),
-                _ => r.reason.clone(),
-            },
-            _ => r.reason.clone(),
-        };
-        DeviceError::Unsupported(abi::Refusal { code: r.code, reason }.to_string())
+        // The user as the pool knows it.
+        DeviceError::Unsupported(r.naming(|u| users.get(u).map(|user| format!("`{}`", user.name))))
     })
 }
 
