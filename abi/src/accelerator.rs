@@ -8,6 +8,18 @@ use crate::registers::{status, Mode};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What every user of a quantum shares: the policy's mode, and the fair and guaranteed
+/// shares (a device computes equal shares, Algorithm 1 for Karma).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuantumSettings {
+    /// The policy (`CONTROL.mode`).
+    pub mode: Mode,
+    /// The fair share of every user.
+    pub fair: u32,
+    /// The guaranteed share of every user.
+    pub guaranteed: u32,
+}
+
 /// Results of one quantum, per user, in device words.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QuantumOutput {
@@ -122,16 +134,14 @@ pub trait Accelerator: Send {
     fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceError>;
     /// Checkpoints the balances of users `0 .. n`.
     fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError>;
-    /// One quantum of `mode` with fair share `fair` and guaranteed share `guaranteed`
-    /// for every user: allocations and credits after, into `out`, reusing its buffers (a
-    /// device on the fast path allocates nothing per quantum). A quantum that
-    /// [`crate::admit`] refuses is answered with [`DeviceError::Refused`] and changes
-    /// nothing; on error `out` holds no result.
+    /// One quantum of `settings` (mode, fair and guaranteed share of every user):
+    /// allocations and credits after, into `out`, reusing its buffers (a device on the
+    /// fast path allocates nothing per quantum). A quantum that [`crate::admit`] refuses
+    /// is answered with [`DeviceError::Refused`] and changes nothing; on error `out`
+    /// holds no result.
     fn quantum_into(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
     ) -> Result<(), DeviceError>;
@@ -146,26 +156,18 @@ pub trait Accelerator: Send {
     /// `meanwhile` may or may not have run.
     fn quantum_into_overlapped(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
         meanwhile: &mut dyn FnMut(),
     ) -> Result<(), DeviceError> {
         let _ = meanwhile;
-        self.quantum_into(mode, fair, guaranteed, demand, out)
+        self.quantum_into(settings, demand, out)
     }
     /// [`Accelerator::quantum_into`] into a new output.
-    fn quantum(
-        &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
-        demand: &[u32],
-    ) -> Result<QuantumOutput, DeviceError> {
+    fn quantum(&mut self, settings: QuantumSettings, demand: &[u32]) -> Result<QuantumOutput, DeviceError> {
         let mut out = QuantumOutput::default();
-        self.quantum_into(mode, fair, guaranteed, demand, &mut out)?;
+        self.quantum_into(settings, demand, &mut out)?;
         Ok(out)
     }
     /// A hint from the caller, for the waits that follow: `true` while another of its
@@ -190,24 +192,20 @@ impl<A: Accelerator + ?Sized> Accelerator for Box<A> {
     }
     fn quantum_into(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
     ) -> Result<(), DeviceError> {
-        (**self).quantum_into(mode, fair, guaranteed, demand, out)
+        (**self).quantum_into(settings, demand, out)
     }
     fn quantum_into_overlapped(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
         meanwhile: &mut dyn FnMut(),
     ) -> Result<(), DeviceError> {
-        (**self).quantum_into_overlapped(mode, fair, guaranteed, demand, out, meanwhile)
+        (**self).quantum_into_overlapped(settings, demand, out, meanwhile)
     }
     fn set_blocking_wait(&mut self, block: bool) {
         (**self).set_blocking_wait(block)

@@ -20,6 +20,6 @@ pub mod accelerator;
 pub mod admission;
 pub mod registers;
 
-pub use accelerator::{Accelerator, DeviceError, QuantumOutput};
+pub use accelerator::{Accelerator, DeviceError, QuantumOutput, QuantumSettings};
 pub use admission::{admit, admit_config, admits, Limits, Refusal, WORD_LIMIT, WORD_MAX};
 pub use registers::*;

@@ -7,7 +7,7 @@ use crate::{Backend, BackendError};
 use fairshare::offload::{device_shape, mode_of, DeviceShape};
 use fairshare::vectors::{Mismatch, VectorCase};
 use fairshare::{Allocator, Credits, Outcome, Policy};
-use fairshare_abi::{self as abi, DeviceError};
+use fairshare_abi::{self as abi, DeviceError, QuantumSettings};
 use std::time::Duration;
 
 /// Why a case did not run on a device.
@@ -52,7 +52,10 @@ pub fn check_on_device(case: &VectorCase, backend: &Backend, timeout: Duration) 
     }
     Ok(case.check(|_, demand, _| {
         let d: Vec<u32> = demand.iter().map(|&x| x as u32).collect();
-        let out = device.quantum(mode_of(Policy::Karma), shape.fair, shape.guaranteed, &d)?;
+        let out = device.quantum(
+            QuantumSettings { mode: mode_of(Policy::Karma), fair: shape.fair, guaranteed: shape.guaranteed },
+            &d,
+        )?;
         let credits = out.credits.iter().map(|&c| Credits::from_int(c as i64).unwrap_or_default()).collect();
         Ok::<_, DeviceError>(Outcome { alloc: out.alloc.iter().map(|&a| a as u64).collect(), credits })
     }))

@@ -11,7 +11,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fairshare::policy::karma;
-use fairshare_abi::Mode;
+use fairshare_abi::{Mode, QuantumSettings};
 use fairshare_backends::Backend;
 use fairshare_bench::{device_instance, karma_instance};
 use fairshare_emulator::{InProcess, Model};
@@ -38,7 +38,13 @@ fn round_trip(c: &mut Criterion) {
                 for _ in 0..iters {
                     dev.write_credits(&dev_in.credits).expect("restore credits");
                     let start = Instant::now();
-                    black_box(dev.quantum(Mode::Karma, dev_in.fair, dev_in.guaranteed, d).expect("quantum"));
+                    black_box(
+                        dev.quantum(
+                            QuantumSettings { mode: Mode::Karma, fair: dev_in.fair, guaranteed: dev_in.guaranteed },
+                            d,
+                        )
+                        .expect("quantum"),
+                    );
                     measured += start.elapsed();
                 }
                 measured

@@ -6,7 +6,7 @@
 
 use crate::mmio::{barrier, OutOfBounds, Region};
 use crate::signal::{self, Spinner};
-use fairshare_abi::{self as abi, Accelerator, Completion, DeviceError, Limits, Mode, QuantumOutput};
+use fairshare_abi::{self as abi, Accelerator, Completion, DeviceError, Limits, QuantumOutput, QuantumSettings};
 use std::time::{Duration, Instant};
 
 /// Where the demand, result and completion buffers sit in the DMA region of a device
@@ -263,13 +263,12 @@ impl DeviceHandle {
 
     fn run_quantum(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
         meanwhile: &mut dyn FnMut(),
     ) -> Result<(), DeviceError> {
+        let QuantumSettings { mode, fair, guaranteed } = settings;
         let n = demand.len();
         abi::admit_config(&self.limits(), mode.word(), n, fair as u64, guaranteed as u64)?;
         let seq = self.seq.wrapping_add(1);
@@ -438,24 +437,20 @@ impl Accelerator for DeviceHandle {
     }
     fn quantum_into(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
     ) -> Result<(), DeviceError> {
-        self.run_quantum(mode, fair, guaranteed, demand, out, &mut || {})
+        self.run_quantum(settings, demand, out, &mut || {})
     }
     fn quantum_into_overlapped(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
         meanwhile: &mut dyn FnMut(),
     ) -> Result<(), DeviceError> {
-        self.run_quantum(mode, fair, guaranteed, demand, out, meanwhile)
+        self.run_quantum(settings, demand, out, meanwhile)
     }
     fn set_blocking_wait(&mut self, block: bool) {
         self.spin = if block { signal::HOST_SPIN_SHARED } else { signal::HOST_SPIN };
@@ -474,6 +469,7 @@ enum Word {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fairshare_abi::Mode;
 
     /// BAR0 and DMA regions in plain memory with the identification registers set.
     fn regions(magic: u32, version: u32, caps: u32) -> (Region, Region) {
@@ -510,16 +506,25 @@ mod tests {
     fn a_silent_device_times_out_and_bad_requests_are_refused() {
         let mut dev = attach(abi::MAGIC_VALUE, abi::VERSION_VALUE, abi::caps_word(4)).unwrap();
         dev.timeout = Duration::from_millis(20);
-        let e = dev.quantum(Mode::Karma, 2, 1, &[1, 2, 3]).unwrap_err();
+        let e = dev.quantum(QuantumSettings { mode: Mode::Karma, fair: 2, guaranteed: 1 }, &[1, 2, 3]).unwrap_err();
         assert!(matches!(e, DeviceError::Timeout { .. }), "{e}");
-        assert!(matches!(dev.quantum(Mode::Karma, 2, 1, &[]), Err(DeviceError::Unsupported(_))));
-        assert!(matches!(dev.quantum(Mode::Karma, 2, 1, &[0; 65]), Err(DeviceError::Unsupported(_))));
-        assert!(matches!(dev.quantum(Mode::Karma, 0, 1, &[1]), Err(DeviceError::Unsupported(_))));
+        assert!(matches!(
+            dev.quantum(QuantumSettings { mode: Mode::Karma, fair: 2, guaranteed: 1 }, &[]),
+            Err(DeviceError::Unsupported(_))
+        ));
+        assert!(matches!(
+            dev.quantum(QuantumSettings { mode: Mode::Karma, fair: 2, guaranteed: 1 }, &[0; 65]),
+            Err(DeviceError::Unsupported(_))
+        ));
+        assert!(matches!(
+            dev.quantum(QuantumSettings { mode: Mode::Karma, fair: 0, guaranteed: 1 }, &[1]),
+            Err(DeviceError::Unsupported(_))
+        ));
         assert!(matches!(dev.read_credits(1), Err(DeviceError::Timeout { .. })));
         // A device that computes Karma only is not asked for max-min.
         let (bar, dma) = regions(abi::MAGIC_VALUE, abi::VERSION_VALUE, abi::CAPS_MODES.set(abi::caps_word(4), 1));
         let mut karma_only = DeviceHandle::attach(bar, dma, 0, "test".into(), None).unwrap();
-        let e = karma_only.quantum(Mode::MaxMin, 2, 1, &[1]).unwrap_err();
+        let e = karma_only.quantum(QuantumSettings { mode: Mode::MaxMin, fair: 2, guaranteed: 1 }, &[1]).unwrap_err();
         assert!(e.to_string().contains("mode 1"), "{e}");
     }
 }

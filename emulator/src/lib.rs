@@ -350,10 +350,12 @@ impl Emulator {
         abi::admit_config(&self.engine.limits(), mode_word, demand.len(), fair as u64, guaranteed as u64)
             .map_err(|r| r.code)?;
         let mode = Mode::from_word(mode_word).ok_or(abi::status::MODE)?;
-        self.engine.quantum_into(mode, fair, guaranteed, demand, &mut self.out).map_err(|e| match e {
-            DeviceError::Refused { code } => code,
-            // The engines refuse with status codes only; anything else is a bad request.
-            _ => abi::status::USERS,
+        self.engine.quantum_into(abi::QuantumSettings { mode, fair, guaranteed }, demand, &mut self.out).map_err(|e| {
+            match e {
+                DeviceError::Refused { code } => code,
+                // The engines refuse with status codes only; anything else is a bad request.
+                _ => abi::status::USERS,
+            }
         })
     }
 

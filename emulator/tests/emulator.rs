@@ -6,7 +6,7 @@
 
 use fairshare::offload::{Offload, Verify};
 use fairshare::{Allocator, Alpha, Policy, PoolConfig};
-use fairshare_abi::Accelerator;
+use fairshare_abi::{Accelerator, QuantumSettings};
 use fairshare_emulator::{Fault, InProcess, Model, Stopped};
 
 fn demands(users: usize, quanta: usize) -> Vec<Vec<u64>> {
@@ -50,11 +50,14 @@ fn the_caller_works_while_the_device_computes() {
     let credits: Vec<u32> = (0..30).map(|u| u % 4).collect();
     dev.write_credits(&credits).unwrap();
     let (mut calls, mut out) = (0, Default::default());
-    let overlapped = dev.quantum_into_overlapped(mode, 10, 5, &d, &mut out, &mut || calls += 1);
+    let overlapped =
+        dev.quantum_into_overlapped(QuantumSettings { mode, fair: 10, guaranteed: 5 }, &d, &mut out, &mut || {
+            calls += 1
+        });
     assert!(overlapped.is_ok() && calls == 1, "{overlapped:?}: called {calls} times");
     // The same quantum again from the same credits, without the overlap: the same answer.
     dev.write_credits(&credits).unwrap();
-    let again = dev.quantum(mode, 10, 5, &d).unwrap();
+    let again = dev.quantum(QuantumSettings { mode, fair: 10, guaranteed: 5 }, &d).unwrap();
     assert_eq!((again.alloc, again.credits), (out.alloc, out.credits));
     // An async offload checks quanta while it waits for the emulator: the emulator
     // computes on another thread and reports its time.

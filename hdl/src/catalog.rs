@@ -15,7 +15,7 @@ use crate::verilog::{device_shell, device_verilog, engine_shell, engine_verilog}
 use fairshare::credits::FRAC_BITS;
 use fairshare::policy::{run_into, Outcome, Workspace};
 use fairshare::{Credits, Implementation, KarmaParams};
-use fairshare_abi::{self as abi, Accelerator, DeviceError, Limits, Mode, QuantumOutput};
+use fairshare_abi::{self as abi, Accelerator, DeviceError, Limits, Mode, QuantumOutput, QuantumSettings};
 
 /// Capacities (users) of the shapes in this build.
 pub const CAPACITIES: [usize; 4] = [64, 256, 1024, 4096];
@@ -99,13 +99,12 @@ impl<const P: usize, const A: usize> Accelerator for EngineSim<P, A> {
     }
     fn quantum_into(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
     ) -> Result<(), DeviceError> {
         let start = std::time::Instant::now();
+        let QuantumSettings { mode, fair, guaranteed } = settings;
         *out = EngineSim::quantum(self, mode.word() as u8, fair, guaranteed, demand)
             .map_err(|e| DeviceError::Refused { code: e.0 })?;
         // In process, the simulation is the device: its time is the device's.
@@ -217,7 +216,9 @@ fn karma_run(
     for (q, d) in demands.iter().enumerate() {
         before(engine)?;
         let demand: Vec<u32> = d.iter().map(|&x| x.min(abi::WORD_MAX) as u32).collect();
-        let got = engine.quantum(Mode::Karma, f, g, &demand).map_err(|e| fail(q, e.to_string()))?;
+        let got = engine
+            .quantum(QuantumSettings { mode: Mode::Karma, fair: f, guaranteed: g }, &demand)
+            .map_err(|e| fail(q, e.to_string()))?;
         let want = crate::oracle::expected(Mode::Karma, f, g, &credits, &demand).map_err(|e| fail(q, e))?;
         if (&got.alloc, &got.credits) != (&want.0, &want.1) {
             return Err(fail(q, "the engine's result differs from the software".into()));
@@ -401,13 +402,11 @@ impl Accelerator for SoftwareEngine {
     }
     fn quantum_into(
         &mut self,
-        mode: Mode,
-        fair: u32,
-        guaranteed: u32,
+        settings: QuantumSettings,
         demand: &[u32],
         out: &mut QuantumOutput,
     ) -> Result<(), DeviceError> {
-        self.quantum_word_into(mode.word(), fair, guaranteed, demand, out)
+        self.quantum_word_into(settings.mode.word(), settings.fair, settings.guaranteed, demand, out)
     }
 }
 

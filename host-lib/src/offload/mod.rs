@@ -33,233 +33,41 @@
 //! words cannot express (unequal shares, fractional or negative balances): a pool or a
 //! quantum that does not fit runs on software, with the reason recorded.
 
+mod admission;
 mod verifier;
+mod verify;
+
+pub use admission::{admit_quantum, device_shape, mode_of, DeviceShape};
+pub use verify::{BadVerify, Checks, Fallback, Timing, Verify, VERIFIER_DEPTH};
 
 use crate::allocator::Savepoint;
 use crate::error::Result;
 use crate::policy::invariants;
-use crate::{Allocator, Credits, Policy};
-use fairshare_abi::{self as abi, Accelerator, DeviceError, Limits, Mode, QuantumOutput};
+use crate::{Allocator, Credits};
+use admission::from_word;
+use fairshare_abi::{self as abi, Accelerator, DeviceError, Limits, QuantumOutput, QuantumSettings};
 use std::time::Instant;
 use verifier::Verifier;
-
-/// The device mode (`CONTROL.mode`) that computes `policy`.
-pub fn mode_of(policy: Policy) -> Mode {
-    match policy {
-        Policy::Karma => Mode::Karma,
-        Policy::MaxMin => Mode::MaxMin,
-        Policy::Strict => Mode::Strict,
-    }
-}
-
-/// A device balance (whole credits) as `Credits`.
-fn from_word(c: u32) -> Credits {
-    Credits::from_int(c as i64).unwrap_or(Credits::MAX) // u32 always fits
-}
-
-/// A pool in device words: equal shares and whole balances.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceShape {
-    /// The fair share of every user.
-    pub fair: u32,
-    /// The guaranteed share of every user.
-    pub guaranteed: u32,
-    /// Balances, per user.
-    pub credits: Vec<u32>,
-}
-
-/// `pool` in the words of a device of `limits`, or why it does not fit
-/// ([`DeviceError::Unsupported`]): unequal shares (Algorithm 2), fractional, negative or
-/// too large balances, or what the ABI's admission rule refuses (more users, a mode the
-/// device lacks, shares or a pool size beyond its words). Demands are admitted per
-/// quantum ([`admit_quantum`]).
-pub fn device_shape(pool: &Allocator, limits: &Limits) -> std::result::Result<DeviceShape, DeviceError> {
-    let users = pool.users();
-    let (f, g) = (users[0].fair_share, users[0].guaranteed);
-    if let Some(u) = users.iter().find(|u| u.fair_share != f || u.guaranteed != g) {
-        return Err(DeviceError::Unsupported(format!(
-            "user `{}` has fair share {} and guaranteed share {} where user `{}` has {f} and {g}: the device computes equal shares only (Algorithm 1)",
-            u.name, u.fair_share, u.guaranteed, users[0].name
-        )));
-    }
-    let mode = mode_of(pool.policy()).word();
-    abi::admit_config(limits, mode, users.len(), f, g)?;
-    if mode != abi::mode::STRICT && pool.params().capacity > abi::WORD_MAX {
-        return Err(DeviceError::Unsupported(format!(
-            "a pool of {} slices; device words hold at most {}",
-            pool.params().capacity,
-            abi::WORD_MAX
-        )));
-    }
-    let credits = pool
-        .credits()
-        .iter()
-        .zip(users)
-        .map(|(&c, user)| match u32::try_from(c.floor_int()) {
-            Ok(w) if c.is_integer() && w as u64 <= abi::WORD_MAX => Ok(w),
-            _ => Err(DeviceError::Unsupported(format!(
-                "user `{}` has {c} credits; the device holds whole credits from 0 to {}",
-                user.name,
-                abi::WORD_MAX
-            ))),
-        })
-        .collect::<std::result::Result<_, _>>()?;
-    // Both shares are below the word limit, checked by the admission rule.
-    Ok(DeviceShape { fair: f as u32, guaranteed: g as u32, credits })
-}
-
-/// Whether the device takes the quantum of `demand` on `pool` (the ABI's admission
-/// rule with the pool's balances), before anything is sent.
-pub fn admit_quantum(pool: &Allocator, limits: &Limits, demand: &[u64]) -> std::result::Result<(), DeviceError> {
-    let users = pool.users();
-    let (f, g) = (users[0].fair_share, users[0].guaranteed);
-    let credits: Vec<u64> = pool.credits().iter().map(|c| u64::try_from(c.floor_int()).unwrap_or(u64::MAX)).collect();
-    abi::admit(limits, mode_of(pool.policy()).word(), f, g, &credits, demand).map_err(|r| {
-        // The user as the pool knows it.
-        DeviceError::Unsupported(r.naming(|u| users.get(u).map(|user| format!("`{}`", user.name))))
-    })
-}
-
-/// How a device's results are checked before and after they are used. The names are
-/// those of `--verify`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verify {
-    /// `sync`: the software computes every quantum before the result is used; any
-    /// difference is a fault. The device saves no host time; it is checked at once.
-    Sync,
-    /// `async` (the default for device backends): the device's result is used at once
-    /// after the cheap invariant check ([`crate::policy::invariants`]); the exact
-    /// software recomputation runs on a verifier thread fed by a bounded channel
-    /// ([`VERIFIER_DEPTH`] quanta). A mismatch at quantum `q` drops the device for good:
-    /// the software's credits after `q` are the truth, and the quanta issued since are
-    /// recomputed from them ([`Fallback::issued_after`] says how many).
-    Async,
-    /// `sample:K`: as `async`, but the verifier recomputes one quantum in `K` (the
-    /// quanta `q` with `q % K == 0`), each from the device's own credits before it; for
-    /// long runs where a core cannot be spared. A wrong quantum between samples is seen
-    /// only by the invariants.
-    Sample(u64),
-    /// `invariants`: the invariant check only, no recomputation (`--no-verify`). Blind
-    /// to a result that keeps every invariant but is still wrong (say, a slice lent by
-    /// the wrong donor).
-    Invariants,
-}
-
-/// Quanta a device may run ahead of the verifier in [`Verify::Async`] and
-/// [`Verify::Sample`]; past that the caller waits for the verifier.
-pub const VERIFIER_DEPTH: usize = verifier::DEPTH;
-
-impl Verify {
-    /// What device backends use unless told otherwise.
-    pub const DEVICE_DEFAULT: Verify = Verify::Async;
-}
-
-impl std::fmt::Display for Verify {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Verify::Sync => f.write_str("sync"),
-            Verify::Async => f.write_str("async"),
-            Verify::Sample(k) => write!(f, "sample:{k}"),
-            Verify::Invariants => f.write_str("invariants"),
-        }
-    }
-}
-
-/// A `--verify` that does not parse, with what is expected.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct BadVerify(pub String);
-
-impl std::str::FromStr for Verify {
-    type Err = BadVerify;
-    fn from_str(s: &str) -> std::result::Result<Self, BadVerify> {
-        match s {
-            "sync" => Ok(Verify::Sync),
-            "async" => Ok(Verify::Async),
-            "invariants" => Ok(Verify::Invariants),
-            _ => match s.strip_prefix("sample:").map(str::parse::<u64>) {
-                Some(Ok(k)) if k >= 1 => Ok(Verify::Sample(k)),
-                Some(_) => Err(BadVerify(format!("verify mode `{s}`: K in sample:K is a whole number from 1"))),
-                None => Err(BadVerify(format!(
-                    "verify mode `{s}`: use sync, async, sample:K (e.g. sample:100) or invariants"
-                ))),
-            },
-        }
-    }
-}
-
-/// Why and when the device was dropped.
-#[derive(Clone, Debug)]
-pub struct Fallback {
-    /// Quanta completed before the one that failed (it is the next one).
-    pub quantum: u64,
-    /// What went wrong.
-    pub error: DeviceError,
-    /// Quanta issued from the device after the failed one before the failure was seen
-    /// (an `async` or `sample:K` mismatch, found by the verifier later); 0 when it was
-    /// seen at once. Their allocations were the device's; the credits after them were
-    /// recomputed by the software.
-    pub issued_after: u64,
-}
-
-impl std::fmt::Display for Fallback {
-    /// The one wording of a fallback, for every command and report.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "dropped after {} quanta: {}", self.quantum, self.error)?;
-        if self.issued_after > 0 {
-            write!(
-                f,
-                " (found by the verifier after {} more device quanta; the credits since were recomputed by the software)",
-                self.issued_after
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// Where the time of the last quantum went, in nanoseconds (0: not measured, e.g. on
-/// software).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Timing {
-    /// The device call: demands written, doorbell, completion, results read.
-    pub round_trip_ns: u64,
-    /// What the device reported for its own work ([`QuantumOutput::device_ns`]).
-    pub device_ns: u64,
-    /// Everything the caller of [`Offload::allocate`] waited for, checks included.
-    pub critical_path_ns: u64,
-    /// The exact software check of one quantum: in `sync` the software's own quantum
-    /// (overlapping the device's where the device computes apart from the caller),
-    /// otherwise the last check that came back, by the caller or by the verifier thread.
-    pub verifier_ns: u64,
-}
-
-/// Who recomputed the quanta of `async` and `sample:K` ([`Offload::checks`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Checks {
-    /// The caller, while it waited for the device.
-    pub while_waiting: u64,
-    /// The verifier thread.
-    pub by_thread: u64,
-    /// The caller, when it needed them done: [`Offload::settle`], a fallback, or
-    /// [`VERIFIER_DEPTH`] quanta queued.
-    pub on_demand: u64,
-}
-
-impl Checks {
-    /// All of them.
-    pub fn total(&self) -> u64 {
-        self.while_waiting + self.by_thread + self.on_demand
-    }
-}
+use verify::differs;
 
 /// The device and its pool's equal shares in its words (fixed: the pool's users cannot
 /// change while it is offloaded).
 struct Device {
     accelerator: Box<dyn Accelerator>,
-    fair: u32,
-    guaranteed: u32,
+    settings: QuantumSettings,
     limits: Limits,
-    mode: Mode,
+}
+
+/// What [`Offload::submit`] leaves for [`Offload::judge`].
+struct Submitted {
+    /// The device's answer (its result is in `Offload::out`).
+    answer: std::result::Result<(), DeviceError>,
+    /// In `sync`, the software's own quantum (computed while the device did) and its time.
+    software: Option<(Result<()>, u64)>,
+    /// The verifier's queue went away while a check was queued.
+    queue_failed: bool,
+    /// Quanta the pool had run before this one.
+    quantum: u64,
 }
 
 /// A pool served by a device, verified, with software fallback.
@@ -305,7 +113,8 @@ impl Offload {
             }
         };
         let mode = mode_of(o.pool.policy());
-        o.device = Some(Device { accelerator: device, fair: shape.fair, guaranteed: shape.guaranteed, limits, mode });
+        let settings = QuantumSettings { mode, fair: shape.fair, guaranteed: shape.guaranteed };
+        o.device = Some(Device { accelerator: device, settings, limits });
         if let Err(e) = o.restore(&shape.credits) {
             o.drop_device(e);
             return o;
@@ -457,6 +266,12 @@ impl Offload {
 
     /// Runs one quantum (on the device while it is healthy). Errors are the software's
     /// (a wrong demand length, a credit overflow) and change nothing.
+    ///
+    /// A device quantum is three steps: [`Offload::admit`] (the demands in device words,
+    /// through the ABI's rule), [`Offload::submit`] (the device computes while the
+    /// caller checks earlier quanta, or in `sync` computes this one), [`Offload::judge`]
+    /// (a fault or a wrong result drops the device and the software answers; otherwise
+    /// the result is used, checked as the verification mode says).
     pub fn allocate(&mut self, demand: &[u64]) -> Result<&[u64]> {
         let start = Instant::now();
         self.timing = Timing::default();
@@ -468,19 +283,31 @@ impl Offload {
             self.drop_device(e);
             return self.pool.allocate(demand);
         }
+        let submitted = self.submit(demand);
+        let result = self.judge(demand, submitted);
+        self.timing.critical_path_ns = start.elapsed().as_nanos() as u64;
+        result?;
+        Ok(self.pool.allocations())
+    }
+
+    /// Sends the admitted demands to the device and waits for its answer. Meanwhile the
+    /// caller works: in `sync` the software's own quantum; otherwise checks of earlier
+    /// quanta, as many as fit in the time the device is expected to take.
+    fn submit(&mut self, demand: &[u64]) -> Submitted {
         let (budget, quantum) = (self.overlap_budget(), self.pool.quantum());
-        let Some(dev) = self.device.as_mut() else { return self.pool.allocate(demand) };
+        let mut submitted = Submitted { answer: Ok(()), software: None, queue_failed: false, quantum };
+        let Some(dev) = self.device.as_mut() else {
+            submitted.answer = Err(DeviceError::Protocol("no device to submit to".into()));
+            return submitted;
+        };
         // While the verifier thread checks, the wait for the device leaves it the CPU.
         if let Some(v) = self.verifier.as_ref() {
             dev.accelerator.set_blocking_wait(v.busy());
         }
-        // What the caller does while the device computes: in `sync` the software's own
-        // quantum; otherwise checks of earlier quanta, as many as fit in the time the
-        // device is expected to take.
         let (pool, verifier, verify) = (&mut self.pool, &mut self.verifier, self.verify);
         let (pending, credit_words) = (&mut self.pending, &self.credit_words);
-        let mut software: Option<(Result<()>, u64)> = None;
-        let (mut overlapped, mut queue_failed) = (false, false);
+        let (software, queue_failed) = (&mut submitted.software, &mut submitted.queue_failed);
+        let mut overlapped = false;
         let sent = Instant::now();
         let mut meanwhile = || {
             overlapped = true;
@@ -488,30 +315,31 @@ impl Offload {
                 (Verify::Sync, _) => {
                     let begin = Instant::now();
                     let r = pool.allocate(demand).map(|_| ());
-                    software = Some((r, begin.elapsed().as_nanos() as u64));
+                    *software = Some((r, begin.elapsed().as_nanos() as u64));
                 }
                 (_, Some(v)) => {
                     if let Some(job) = pending.take() {
-                        queue_failed = !queue(v, job, credit_words, budget);
+                        *queue_failed = !queue(v, job, credit_words, budget);
                     }
                     v.help(sent, budget)
                 }
                 (_, None) => {}
             }
         };
-        let answer = dev.accelerator.quantum_into_overlapped(
-            dev.mode,
-            dev.fair,
-            dev.guaranteed,
-            &self.words,
-            &mut self.out,
-            &mut meanwhile,
-        );
+        submitted.answer =
+            dev.accelerator.quantum_into_overlapped(dev.settings, &self.words, &mut self.out, &mut meanwhile);
         self.overlaps = overlapped;
         self.timing.round_trip_ns = sent.elapsed().as_nanos() as u64;
+        submitted
+    }
+
+    /// What the device answered, judged: a fault drops the device and the software's
+    /// quantum stands; a result is checked as the verification mode says, and used.
+    fn judge(&mut self, demand: &[u64], submitted: Submitted) -> Result<()> {
+        let Submitted { answer, software, queue_failed, quantum } = submitted;
         if queue_failed {
             self.drop_device_after(quantum, DeviceError::Protocol("the verifier queue is gone".into()));
-            return self.pool.allocate(demand);
+            return self.pool.allocate(demand).map(|_| ());
         }
         self.timing.device_ns = self.out.device_ns;
         let n = demand.len();
@@ -527,21 +355,18 @@ impl Offload {
             self.drop_device_after(quantum, e);
             // In `sync` the software may have answered the quantum already.
             return match software {
-                Some((r, _)) => r.map(|_| self.pool.allocations()),
-                None => self.pool.allocate(demand),
+                Some((r, _)) => r,
+                None => self.pool.allocate(demand).map(|_| ()),
             };
         }
         if self.out.device_ns > 0 {
             let (average, now) = (self.device_average_ns, self.out.device_ns);
             self.device_average_ns = if average == 0 { now } else { (7 * average + now) / 8 };
         }
-        let result = match self.verify {
+        match self.verify {
             Verify::Sync => self.verify_sync(demand, software),
             Verify::Async | Verify::Sample(_) | Verify::Invariants => self.use_checked(demand),
-        };
-        self.timing.critical_path_ns = start.elapsed().as_nanos() as u64;
-        result?;
-        Ok(self.pool.allocations())
+        }
     }
 
     /// The demands in device words, admitted by the ABI's rule with the device's
@@ -549,8 +374,16 @@ impl Offload {
     fn admit(&mut self, demand: &[u64]) -> std::result::Result<(), DeviceError> {
         let Some(dev) = self.device.as_ref() else { return Ok(()) };
         // One pass: the verdict, and the words to send.
-        let (f, g) = (dev.fair as u64, dev.guaranteed as u64);
-        if abi::admits(&dev.limits, dev.mode.word(), f, g, &self.credit_words, demand, &mut self.words) {
+        let QuantumSettings { mode, fair, guaranteed } = dev.settings;
+        if abi::admits(
+            &dev.limits,
+            mode.word(),
+            fair as u64,
+            guaranteed as u64,
+            &self.credit_words,
+            demand,
+            &mut self.words,
+        ) {
             return Ok(());
         }
         // Refused: say why, naming the user as the pool knows it.
@@ -727,31 +560,12 @@ fn queue(v: &mut Verifier, mut job: verifier::Job, credits_after: &[u32], budget
     sent
 }
 
-/// Where a device's result differs from the software's, or `None`.
-fn differs(alloc: &[u32], credits: &[u32], want_alloc: &[u64], want_credits: &[Credits]) -> Option<String> {
-    if alloc.len() != want_alloc.len() || credits.len() != want_credits.len() {
-        return Some(format!("the device returned {} results for {} users", alloc.len(), want_alloc.len()));
-    }
-    let same = alloc.iter().zip(want_alloc).all(|(&a, &w)| a as u64 == w)
-        && credits.iter().zip(want_credits).all(|(&c, &w)| from_word(c) == w);
-    if same {
-        return None;
-    }
-    let u = (0..alloc.len()).find(|&u| alloc[u] as u64 != want_alloc[u] || from_word(credits[u]) != want_credits[u])?;
-    Some(format!(
-        "the device's result differs from the software's at user {u}: allocation {} vs {}, credits {} vs {}",
-        alloc[u],
-        want_alloc[u],
-        from_word(credits[u]),
-        want_credits[u]
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::{Alpha, PoolConfig, UserConfig};
+    use crate::{Alpha, Policy, PoolConfig, UserConfig};
+    use fairshare_abi::Limits;
 
     /// What a fake device does wrong, and when (1-based quantum on the device).
     #[derive(Clone, Copy, Debug)]
@@ -824,12 +638,11 @@ mod tests {
         }
         fn quantum_into(
             &mut self,
-            _mode: Mode,
-            _f: u32,
-            guaranteed: u32,
+            settings: QuantumSettings,
             demand: &[u32],
             out: &mut QuantumOutput,
         ) -> std::result::Result<(), DeviceError> {
+            let guaranteed = settings.guaranteed;
             self.quanta += 1;
             let d: Vec<u64> = demand.iter().map(|&x| x as u64).collect();
             let mut alloc: Vec<u32> = self
@@ -871,9 +684,7 @@ mod tests {
         }
         fn quantum_into_overlapped(
             &mut self,
-            mode: Mode,
-            fair: u32,
-            guaranteed: u32,
+            settings: QuantumSettings,
             demand: &[u32],
             out: &mut QuantumOutput,
             meanwhile: &mut dyn FnMut(),
@@ -881,7 +692,7 @@ mod tests {
             if self.apart.is_some() {
                 meanwhile();
             }
-            self.quantum_into(mode, fair, guaranteed, demand, out)
+            self.quantum_into(settings, demand, out)
         }
     }
 
