@@ -16,9 +16,3 @@ pub fn report(pool: &Offload) {
 pub fn report_fallback(backend: &str, fb: &Fallback) {
     eprintln!("fairshare: backend {backend} {fb}; the pool continues on software with the last good credits");
 }
-
-/// A fallback as JSON: when, what kind of failure (`timeout`, `refused`, `protocol`,
-/// `verification`, `unsupported`, `io`), and the message.
-pub fn fallback_json(fb: &Fallback) -> serde_json::Value {
-    serde_json::json!({ "after_quanta": fb.quantum, "kind": fb.error.kind(), "reason": fb.error.to_string() })
-}

@@ -279,7 +279,7 @@ fn summarize(
             "policy": req.policy.name(),
             "backend": req.backend.to_string(),
             "device_quanta": pool.device_quanta(),
-            "fallback": pool.fallback().map(crate::backend::fallback_json),
+            "fallback": pool.fallback().map(fairshare::offload::Fallback::summary),
             "quanta": summary.quanta,
             "users": summary.users,
             "capacity": config.capacity(),

@@ -403,6 +403,7 @@ fn a_full_disk_refuses_changes_with_503_and_nothing_moves_until_it_has_room() {
         quanta += 1;
         assert!(quanta < 100, "quanta still commit on a full disk");
     }
+    assert_eq!(s.http("GET", "/healthz", "").0, 503, "a refused quantum leaves the service unhealthy");
     let mut acknowledged = 3;
     for d in 10.. {
         if s.http("PUT", "/v1/tenants/A/demand", &format!("{{\"slices\": {d}}}")).0 != 204 {
@@ -411,6 +412,11 @@ fn a_full_disk_refuses_changes_with_503_and_nothing_moves_until_it_has_room() {
         acknowledged = d;
         assert!(d < 1000, "demands still commit on a full disk");
     }
+    // Demands acknowledged meanwhile (their records fit where the pool does not) do not
+    // make it healthy again: quanta still cannot commit.
+    assert!(acknowledged > 3, "no demand fitted the last page");
+    assert_eq!(s.http("GET", "/healthz", "").0, 503, "healthy again on a demand's commit");
+    assert_eq!(s.json("GET", "/v1/status", "")["durable"], false);
     let before = s.json("GET", "/v1/allocations", "");
     assert_eq!(before["quantum"], quanta, "{before}");
     let metrics_before = s.http("GET", "/metrics", "").1;
@@ -680,4 +686,31 @@ fn bench_serve_reports_its_figures() {
     }
     // About 100 ticks of 20 ms in 2 s.
     assert!((50..=150).contains(&v["ticks"].as_u64().unwrap()), "{v}");
+}
+
+/// Tokens follow membership: a tenant of the file who leaves takes its token along (it
+/// no longer reads), a tenant who joins with that same token has it, and a restart and
+/// a SIGHUP keep it so (the file's token is not given back to the tenant who left).
+#[test]
+fn tokens_follow_who_is_a_member_across_leaves_joins_restarts_and_reloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = auth_config(dir.path());
+    let state = dir.path().join("state");
+    let args = ["--clock", "manual", "--state", state.to_str().unwrap()];
+    let mut s = serve(&config, &args);
+    assert_eq!(with_token(&s, Some(ADMIN), "DELETE", "/v1/tenants/A", "").status, 200);
+    assert_eq!(with_token(&s, Some(TOKEN_A), "GET", "/v1/allocations", "").status, 401, "A left");
+    let digest = sha256_hex(TOKEN_A);
+    let body = format!("{{\"name\": \"E\", \"token_sha256\": \"{digest}\"}}");
+    assert_eq!(with_token(&s, Some(ADMIN), "POST", "/v1/tenants", &body).status, 201);
+    assert_eq!(with_token(&s, Some(TOKEN_A), "PUT", "/v1/tenants/E/demand", "{\"slices\": 1}").status, 204);
+    Command::new("kill").args(["-HUP", &s.child.id().to_string()]).status().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(with_token(&s, Some(TOKEN_A), "PUT", "/v1/tenants/E/demand", "{\"slices\": 2}").status, 204);
+    s.child.kill().unwrap();
+    let _ = s.child.wait();
+    // The restart's keys: E has the token; A is not a member.
+    let s = serve(&config, &args);
+    assert_eq!(with_token(&s, Some(TOKEN_A), "PUT", "/v1/tenants/E/demand", "{\"slices\": 3}").status, 204);
+    assert_eq!(with_token(&s, Some(TOKEN_A), "PUT", "/v1/tenants/B/demand", "{\"slices\": 3}").status, 403);
 }

@@ -49,6 +49,9 @@ pub struct Allocator {
     credits: Vec<Credits>,
     alloc: Vec<u64>,
     quantum: u64,
+    /// Changes of the users (joins, leaves, new shares) so far: a savepoint belongs to
+    /// one generation.
+    generation: u64,
     /// Buffers of the batched policies and the next quantum's result, reused every
     /// quantum: the steady state allocates nothing.
     workspace: Workspace,
@@ -69,6 +72,7 @@ impl Allocator {
             credits,
             alloc,
             quantum: 0,
+            generation: 0,
             workspace: Workspace::default(),
             next: Outcome::default(),
         })
@@ -223,6 +227,7 @@ impl Allocator {
         self.config = config;
         self.params = params;
         self.credits = credits;
+        self.generation += 1;
         Ok(())
     }
 
@@ -230,16 +235,26 @@ impl Allocator {
     /// come back to with [`Allocator::roll_back`] if a quantum's result cannot be kept
     /// (e.g. its commit to a ledger failed). Copies two vectors of the users' length.
     pub fn savepoint(&self) -> Savepoint {
-        Savepoint { quantum: self.quantum, alloc: self.alloc.clone(), credits: self.credits.clone() }
+        Savepoint {
+            quantum: self.quantum,
+            generation: self.generation,
+            alloc: self.alloc.clone(),
+            credits: self.credits.clone(),
+        }
     }
 
     /// Puts the pool back where it was at `savepoint`, taken from this pool since its
-    /// users last changed. A savepoint of another user count is refused and changes
-    /// nothing.
+    /// users last changed. A savepoint taken before a join, a leave or new shares (or of
+    /// another pool) is refused and changes nothing.
     pub fn roll_back(&mut self, savepoint: Savepoint) -> Result<()> {
         let n = self.config.users.len();
-        if savepoint.alloc.len() != n || savepoint.credits.len() != n {
-            return Err(Error::SharesLength { expected: n, got: savepoint.credits.len() });
+        if savepoint.generation != self.generation || savepoint.alloc.len() != n || savepoint.credits.len() != n {
+            return Err(Error::InvalidState(format!(
+                "a savepoint of users' generation {} ({} users) on a pool of generation {} ({n} users)",
+                savepoint.generation,
+                savepoint.credits.len(),
+                self.generation
+            )));
         }
         self.quantum = savepoint.quantum;
         self.alloc = savepoint.alloc;
@@ -302,6 +317,7 @@ impl Allocator {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Savepoint {
     quantum: u64,
+    generation: u64,
     alloc: Vec<u64>,
     credits: Vec<Credits>,
 }

@@ -366,7 +366,23 @@ impl Ledger {
             offset += HEADER + payload.len();
         }
         let since = latest.as_ref().map_or(0, |(s, _)| *s);
-        let changes: Vec<Vec<u8>> = changes.into_iter().filter(|(s, _)| *s > since).map(|(_, b)| b.to_vec()).collect();
+        let changes: Vec<(u64, &[u8])> = changes.into_iter().filter(|(s, _)| *s > since).collect();
+        // The changes after the state are every commit after it, none missing: a gap is
+        // a lost state (a snapshot gone, the log's older part lost), not a crash's trace.
+        if let Some(k) = changes.iter().zip(since + 1..).position(|((s, _), want)| *s != want) {
+            let (found, want) = (changes[k].0, since + 1 + k as u64);
+            let path = if since == 0 { snapshot_path.clone() } else { log_path.clone() };
+            return Err(damaged(
+                &path,
+                0,
+                &format!(
+                    "commit {found} follows commit {} directly: commits {want} to {} are missing",
+                    want - 1,
+                    found - 1
+                ),
+            ));
+        }
+        let changes: Vec<Vec<u8>> = changes.into_iter().map(|(_, b)| b.to_vec()).collect();
         // The last commit that returned, as `head` remembers it.
         let head_path = dir.join("head");
         let head_bytes = match fs::read(&head_path) {
@@ -374,6 +390,8 @@ impl Ledger {
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(io_error("reading", &head_path)(e)),
         };
+        // A head shorter than a slot was never written whole (its creation was cut): as absent.
+        let head_bytes = head_bytes.filter(|b| b.len() >= HEAD_SLOT);
         if let Some(b) = &head_bytes {
             let Some(acknowledged) = Head::read(b) else {
                 return Err(damaged(&head_path, 0, "neither slot of the head file is valid"));
@@ -471,6 +489,9 @@ impl Ledger {
         if self.torn {
             self.log.set_len(self.log_len)?;
             self.log.seek(SeekFrom::Start(self.log_len))?;
+            // Made durable: a whole record whose fsync failed must not come back after a
+            // crash.
+            self.log.sync_all()?;
             self.torn = false;
         }
         Ok(())
@@ -492,8 +513,12 @@ impl Ledger {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
-        // The rename is the commit; the folder's fsync makes it survive a power loss.
-        let _ = File::open(&self.dir).and_then(|d| d.sync_all());
+        // The rename is the commit; the folder's fsync makes it survive a power loss. If
+        // that fsync fails, the log is kept: a power loss that undoes the rename then
+        // leaves the log's states (and `head` refuses what is missing), not nothing.
+        if File::open(&self.dir).and_then(|d| d.sync_all()).is_err() {
+            return Ok(());
+        }
         // The snapshot holds the latest state now; the log's records are older.
         if self.log.set_len(0).is_ok() && self.log.seek(SeekFrom::Start(0)).is_ok() {
             let _ = self.log.sync_all();
@@ -758,6 +783,35 @@ mod tests {
         fs::write(&head, [0xffu8; 2 * HEAD_SLOT])?;
         let e = Ledger::open(dir.path()).expect_err("damaged head");
         assert!(e.to_string().contains("head") && e.to_string().contains("neither slot"), "{e}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_lost_snapshot_under_later_changes_is_damage_not_a_fresh_start() -> Result {
+        let dir = tempfile::tempdir()?;
+        let big = vec![1u8; 3 << 20];
+        {
+            let (mut l, _) = Ledger::open(dir.path())?;
+            for _ in 0..3 {
+                l.commit(&big)?;
+            }
+            l.commit(b"in the snapshot")?;
+            l.append(b"change 5")?;
+            l.append(b"change 6")?;
+        }
+        fs::remove_file(dir.path().join("snapshot"))?;
+        let e = Ledger::open(dir.path()).expect_err("changes without their state");
+        assert!(e.to_string().contains("commits 1 to 4 are missing"), "{e}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_head_cut_at_its_creation_is_made_again() -> Result {
+        let dir = tempfile::tempdir()?;
+        Ledger::open(dir.path())?.0.commit(b"one")?;
+        fs::write(dir.path().join("head"), b"")?;
+        let (l, latest) = Ledger::open(dir.path())?;
+        assert_eq!((l.commits(), latest.state.as_deref()), (1, Some(&b"one"[..])));
         Ok(())
     }
 }

@@ -50,7 +50,8 @@ pub fn to_hex(d: &Digest) -> String {
 /// 64 hexadecimal digits as a digest.
 pub fn from_hex(text: &str) -> Result<Digest, String> {
     if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("`{}` is not 64 hexadecimal digits (a SHA-256 digest)", text.escape_debug()));
+        // Not echoed: a token pasted here by mistake must not come back in an answer.
+        return Err(format!("is not 64 hexadecimal digits (a SHA-256 digest; {} characters given)", text.len()));
     }
     let mut d = [0u8; 32];
     for (i, byte) in d.iter_mut().enumerate() {
@@ -135,22 +136,30 @@ pub struct Keys {
 }
 
 impl Keys {
-    /// The keys of `config` (read from their files) and of the tenants who joined with a
-    /// token (`joined`: name to digest). An unreadable or unsafe file is an error naming it.
-    pub fn load(config: &ServeConfig, joined: &BTreeMap<String, Digest>) -> Result<Keys, ConfigError> {
+    /// The keys of the pool's `members`: a member who joined with a token (`joined`:
+    /// name to digest) has that one, any other the `token_file` of its `[[tenants]]` in
+    /// `config`, if it has one. A tenant of the file who left has none. An unreadable or
+    /// unsafe file is an error naming it.
+    pub fn load(
+        config: &ServeConfig,
+        joined: &BTreeMap<String, Digest>,
+        members: &[String],
+    ) -> Result<Keys, ConfigError> {
         let Some(auth) = &config.auth else { return Ok(Keys::default()) };
         let err = |message: String| ConfigError { file: "auth".into(), message };
         let admin = read_token_file(&auth.admin_token_file).map_err(|m| err(format!("auth.admin_token_file: {m}")))?;
         let mut keys = Keys { admin: Some(admin), ..Keys::default() };
-        for (i, t) in config.tenants.iter().enumerate() {
-            if let Some(file) = &t.token_file {
-                let d = read_token_file(file).map_err(|m| err(format!("tenants[{i}].token_file: {m}")))?;
-                keys.insert(&t.name, d).map_err(|m| err(format!("tenants[{i}].token_file: {m}")))?;
+        for name in members {
+            if let Some(d) = joined.get(name) {
+                keys.insert(name, *d).map_err(|m| err(format!("the token of `{name}`: {m}")))?;
             }
         }
-        for (name, d) in joined {
-            if !keys.by_name.contains_key(name) {
-                keys.insert(name, *d).map_err(|m| err(format!("the token of `{name}`: {m}")))?;
+        for (i, t) in config.tenants.iter().enumerate() {
+            // Every file is read (a bad one is an error), whoever is a member now.
+            let Some(file) = &t.token_file else { continue };
+            let d = read_token_file(file).map_err(|m| err(format!("tenants[{i}].token_file: {m}")))?;
+            if members.contains(&t.name) && !joined.contains_key(&t.name) {
+                keys.insert(&t.name, d).map_err(|m| err(format!("tenants[{i}].token_file: {m}")))?;
             }
         }
         Ok(keys)
@@ -193,8 +202,11 @@ impl Keys {
     pub fn caller(&self, authorization: Option<&[u8]>) -> Result<Caller, Denied> {
         let Some(admin) = &self.admin else { return Ok(Caller::Anyone) };
         let header = authorization.ok_or(Denied::NoToken)?;
-        let token =
-            header.strip_prefix(b"Bearer ").or_else(|| header.strip_prefix(b"bearer ")).ok_or(Denied::NoToken)?;
+        // The scheme's name is case-insensitive (RFC 9110).
+        let token = match header.split_at_checked(7) {
+            Some((scheme, token)) if scheme.eq_ignore_ascii_case(b"bearer ") => token,
+            _ => return Err(Denied::NoToken),
+        };
         let d = digest(token.trim_ascii());
         if same(admin, &d) {
             return Ok(Caller::Admin);
@@ -261,6 +273,7 @@ mod tests {
         let (admin, a) = (h("admin-token-0123456"), h("token-of-A-0123456"));
         assert_eq!(keys.allow(None, Action::Read), Err(Denied::NoToken));
         assert_eq!(keys.allow(Some(b"Basic xyz"), Action::Read), Err(Denied::NoToken));
+        assert_eq!(keys.allow(Some(b"BEARER token-of-A-0123456"), Action::Read), Ok(Caller::Tenant("A".into())));
         assert_eq!(keys.allow(Some(&h("nobody's-token-123")), Action::Read), Err(Denied::BadToken));
         assert_eq!(keys.allow(Some(&a), Action::Read), Ok(Caller::Tenant("A".into())));
         assert_eq!(keys.allow(Some(&a), Action::SetDemand("A")), Ok(Caller::Tenant("A".into())));

@@ -10,10 +10,10 @@
 //! `fairshare_tick_lateness_seconds`. A quantum never overlaps the next.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::pool::LivePool;
+use crate::pool::SharedPool;
 use crate::publish::Published;
 
 /// Which tick `now` is in: the number of whole periods since `start`.
@@ -29,7 +29,7 @@ pub fn instant_of(start: Instant, k: u64, period: Duration) -> Instant {
 }
 
 /// Runs quanta of `pool` every `period` until `stop` receives (or its sender goes).
-pub fn run(pool: Arc<Mutex<LivePool>>, published: Arc<Published>, period: Duration, stop: Receiver<()>) {
+pub fn run(pool: SharedPool, published: Arc<Published>, period: Duration, stop: Receiver<()>) {
     let start = Instant::now();
     let mut last = 0u64;
     loop {
@@ -50,7 +50,23 @@ pub fn run(pool: Arc<Mutex<LivePool>>, published: Arc<Published>, period: Durati
         }
         published.metrics.late(woke.saturating_duration_since(instant_of(start, k, period)));
         last = k;
-        let result = pool.lock().unwrap_or_else(|p| p.into_inner()).run_quantum();
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.lock().run_quantum()));
+        let result = match ran {
+            Ok(result) => result,
+            Err(panic) => {
+                // A bug: the pool may be half way through a quantum. No more quanta run;
+                // the status says why (`/healthz` answers 503) until an operator restarts.
+                let what = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic")
+                    .to_string();
+                eprintln!("fairshare serve: a quantum panicked ({what}); the clock stops");
+                published.update_status(|s| s.clock_error = Some(format!("a quantum panicked: {what}")));
+                return;
+            }
+        };
         if let Err(e) = result {
             published.metrics.missed(1);
             // Commit failures are logged by the pool when they start and end.

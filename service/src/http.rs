@@ -9,7 +9,11 @@
 //! Reads load the published values ([`crate::publish`]) and never lock the pool;
 //! changes lock it off the runtime's threads (they may wait for an fsync or a device).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -24,7 +28,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{self, Action, Denied, Keys};
 use crate::metrics::Format;
-use crate::pool::{Demand, LivePool};
+use crate::pool::{Demand, LivePool, SharedPool};
 use crate::publish::{self, Published};
 use crate::ServiceError;
 
@@ -43,10 +47,17 @@ pub const MAX_BODY_BYTES: usize = 64 << 10;
 /// How long a request's body may take to arrive.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Changes of the pool (demands, joins, leaves, manual quanta) run at most this many at
+/// once; the others wait their turn on the runtime, not on the pool's lock, so the clock
+/// is never behind more than these.
+pub const CONCURRENT_CHANGES: usize = 4;
+
 /// What the routes share.
 pub struct App {
     /// The pool: changes lock it.
-    pub pool: Arc<Mutex<LivePool>>,
+    pub pool: SharedPool,
+    /// Turns for changes ([`CONCURRENT_CHANGES`]).
+    pub changes: tokio::sync::Semaphore,
     /// What readers read.
     pub published: Arc<Published>,
     /// Every caller's token (swapped on a join, a leave, or a reload).
@@ -56,10 +67,6 @@ pub struct App {
 }
 
 type AppState = Arc<App>;
-
-fn lock(pool: &Mutex<LivePool>) -> MutexGuard<'_, LivePool> {
-    pool.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl IntoResponse for ServiceError {
     fn into_response(self) -> Response {
@@ -125,13 +132,14 @@ fn only(map: &serde_json::Map<String, Value>, allowed: &[&str]) -> Result<(), Se
     }
 }
 
-/// Runs a change on the pool off the runtime's threads.
+/// Runs a change on the pool off the runtime's threads, in its turn.
 async fn change<T: Send + 'static>(
     s: &AppState,
     f: impl FnOnce(&mut LivePool) -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ServiceError> {
+    let _turn = s.changes.acquire().await.map_err(|_| ServiceError::Conflict("the service is stopping".into()))?;
     let pool = Arc::clone(&s.pool);
-    tokio::task::spawn_blocking(move || f(&mut lock(&pool))).await.map_err(ServiceError::ChangeStopped)?
+    tokio::task::spawn_blocking(move || f(&mut pool.lock())).await.map_err(ServiceError::ChangeStopped)?
 }
 
 /// A view's JSON as a response.
@@ -192,24 +200,26 @@ async fn join(State(s): State<AppState>, headers: HeaderMap, request: Request) -
     let token = match map.get("token_sha256") {
         None => None,
         Some(Value::String(hex)) => {
-            let d = auth::from_hex(hex).map_err(|m| ServiceError::BadRequest(format!("token_sha256: {m}")))?;
-            if s.keys.load().taken(&d) {
-                return Err(ServiceError::BadRequest("token_sha256: that token is already a caller's".into()));
-            }
-            Some(d)
+            Some(auth::from_hex(hex).map_err(|m| ServiceError::BadRequest(format!("token_sha256: {m}")))?)
         }
-        Some(v) => return Err(ServiceError::BadRequest(format!("token_sha256: {v} is not a string"))),
+        Some(_) => return Err(ServiceError::BadRequest("token_sha256: is not a string".into())),
     };
     if token.is_some() && !s.keys.load().enabled() {
         return Err(ServiceError::BadRequest("token_sha256: the pool has no [auth]".into()));
     }
     let app = Arc::clone(&s);
     let view = change(&s, move |p| {
+        // The keys change only under the pool's lock: what is checked here still holds
+        // when the tenant is committed.
+        let mut keys = Keys::clone(&app.keys.load());
+        if let Some(d) = token {
+            if keys.taken(&d) {
+                return Err(ServiceError::BadRequest("token_sha256: that token is already a caller's".into()));
+            }
+        }
         let view = p.join(&name, weight, token)?;
         if let Some(d) = token {
-            // Under the pool's lock: the next change sees the new key.
-            let mut keys = Keys::clone(&app.keys.load());
-            let _ = keys.insert(&name, d);
+            keys.insert(&name, d).map_err(|m| ServiceError::BadRequest(format!("token_sha256: {m}")))?;
             app.keys.store(Arc::new(keys));
         }
         Ok(view)
@@ -246,8 +256,34 @@ async fn metrics(State(s): State<AppState>, headers: HeaderMap) -> Result<Respon
     allow(&s, &headers, Action::Read)?;
     let format = Format::from_accept(headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()));
     let (view, status) = (s.published.view.load(), s.published.status.load());
-    let text = s.published.metrics.render(&view, &status, format);
-    Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
+    // The per-tenant part is the view's, shared by every scrape of it (a slow scraper
+    // holds a reference, not a copy); the counters are rendered now.
+    let rest = s.published.metrics.render(&view, &status, format);
+    let body = Chunks(VecDeque::from([view.tenant_metrics(), Bytes::from(rest)]));
+    Ok(([(header::CONTENT_TYPE, format.content_type())], Body::new(body)).into_response())
+}
+
+/// A body of a few shared chunks, sent in order.
+struct Chunks(VecDeque<Bytes>);
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.pop_front().map(|b| Ok(http_body::Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.0.iter().map(|b| b.len() as u64).sum())
+    }
 }
 
 async fn healthz(State(s): State<AppState>) -> Response {

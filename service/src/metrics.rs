@@ -195,11 +195,10 @@ impl Metrics {
         self.quanta.load(Ordering::Relaxed)
     }
 
-    /// The whole exposition in `format`.
+    /// The exposition in `format` but for the per-tenant series, which come first
+    /// ([`View::tenant_metrics`]).
     pub fn render(&self, view: &View, status: &Status, format: Format) -> String {
-        let tenants = view.tenant_metrics();
-        let mut out = String::with_capacity(tenants.len() + 8192);
-        out.push_str(tenants);
+        let mut out = String::with_capacity(8192);
         let counters = [
             ("fairshare_quanta", "Quanta committed by this process.", &self.quanta),
             ("fairshare_missed_ticks", "Clock ticks that passed with no quantum run for them.", &self.missed),
@@ -321,6 +320,7 @@ pub fn render_tenants(view: &View) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::sync::Arc;
 
@@ -363,9 +363,10 @@ mod tests {
             ledger: false,
             ledger_error: None,
             enforcement_error: None,
+            clock_error: None,
             tenants: 1,
         };
-        let text = m.render(&view, &status, Format::Text);
+        let text = String::from_utf8(view.tenant_metrics().to_vec()).unwrap() + &m.render(&view, &status, Format::Text);
         assert!(text.contains("# TYPE fairshare_quanta_total counter\nfairshare_quanta_total 0\n"), "{text}");
         assert!(!text.contains("# EOF"));
         let om = m.render(&view, &status, Format::OpenMetrics);

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use fairshare::offload::Offload;
+use fairshare::offload::{Fallback, Offload};
 use fairshare::{Allocator, PoolChange, UserConfig};
 use fairshare_backends::{Backend, DeviceOptions};
 use fairshare_ledger::{Ledger, LedgerError};
@@ -26,9 +26,14 @@ use crate::auth::{self, Digest};
 use crate::config::{check_name, DemandSource, Enforce, ServeConfig};
 use crate::htb::{Counters, Estimator, Htb};
 use crate::metrics::{Metrics, Phase};
-use crate::publish::{FallbackStatus, Published, Status, View};
+use crate::publish::{Published, Status, View};
 use crate::saved::{self, Base, SavedChange, SavedPool};
 use crate::ServiceError;
+
+/// The pool as the clock and the API share it: a fair lock, so that a flood of changes
+/// (each an fsync with a ledger) cannot keep the clock waiting behind more than those
+/// already queued when it asks.
+pub type SharedPool = std::sync::Arc<parking_lot::FairMutex<LivePool>>;
 
 /// A demand as posted: in bits per second or in slices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,8 +71,9 @@ pub struct LivePool {
     tokens: BTreeMap<String, String>,
     ledger: Option<Ledger>,
     base: Base,
-    /// The HTB tree it enforces with, and the classes' counters at the last quantum.
-    htb: Option<(Htb, Vec<Counters>)>,
+    /// The HTB tree it enforces with, and the classes' counters at the last committed
+    /// quantum with the instant they were read.
+    htb: Option<(Htb, Vec<Counters>, Instant)>,
     estimator: Estimator,
     published: Arc<Published>,
 }
@@ -109,6 +115,12 @@ impl LivePool {
             Some(dir) => {
                 let (ledger, latest) = Ledger::open(dir)?;
                 match latest.state {
+                    None if !latest.changes.is_empty() => {
+                        return Err(ServiceError::Ledger(LedgerError::Unreadable {
+                            path: dir.clone(),
+                            reason: format!("{} changes and no state they follow", latest.changes.len()),
+                        }))
+                    }
                     None => save_now = true,
                     Some(bytes) => {
                         let unreadable = |reason: String| {
@@ -124,8 +136,18 @@ impl LivePool {
                         }
                         base = match (s.base, s.pool) {
                             (Some(b), _) => b,
-                            // A ledger of format 1 knew its slices and policy only.
-                            (None, Some(id)) if id == saved::format1_identity(&config) => file_base.clone(),
+                            // A ledger of format 1 knew its slices and policy (its identity)
+                            // and its tenants; alpha and the initial credits are the file's.
+                            (None, Some(id)) if id == saved::format1_identity(&config) => Base {
+                                tenants: s
+                                    .allocator
+                                    .users
+                                    .iter()
+                                    .map(|u| u.name.clone())
+                                    .zip(s.weights.iter().copied())
+                                    .collect(),
+                                ..file_base.clone()
+                            },
                             (None, found) => {
                                 return Err(ServiceError::Ledger(LedgerError::OtherRun {
                                     path: dir.clone(),
@@ -201,7 +223,7 @@ impl LivePool {
                 let htb =
                     Htb::install(dev, config.slices.saturating_mul(config.slice_bps), &config.tenants, config.quantum)?;
                 let counters = htb.counters()?;
-                Some((htb, counters))
+                Some((htb, counters, Instant::now()))
             }
         };
         let names = Arc::new(offload.pool().users().iter().map(|u| u.name.clone()).collect::<Vec<_>>());
@@ -216,6 +238,7 @@ impl LivePool {
             ledger: ledger.is_some(),
             ledger_error: None,
             enforcement_error: None,
+            clock_error: None,
             tenants: names.len(),
         };
         let published = Arc::new(Published::new(view, status, metrics));
@@ -288,6 +311,11 @@ impl LivePool {
         Arc::clone(&self.published)
     }
 
+    /// The tenants' names, in index order.
+    pub fn members(&self) -> &[String] {
+        &self.names
+    }
+
     /// The token digests of the tenants who joined with one.
     pub fn joined_tokens(&self) -> BTreeMap<String, Digest> {
         self.tokens.iter().filter_map(|(n, hex)| auth::from_hex(hex).ok().map(|d| (n.clone(), d))).collect()
@@ -321,18 +349,20 @@ impl LivePool {
             let bytes =
                 serde_json::to_vec(&change).map_err(|e| ServiceError::Encode { what: "a demand", source: e })?;
             let committed = ledger.append(&bytes);
-            self.committed("the demand", committed)?;
+            self.committed("the demand", false, committed)?;
         }
         self.demand[u] = slices;
         Ok(())
     }
 
     /// Records the outcome of a commit in the status and metrics; an error becomes the
-    /// refusal of `what`.
-    fn committed(&self, what: &'static str, result: Result<(), LedgerError>) -> Result<(), ServiceError> {
+    /// refusal of `what`. Only a whole state's commit (`whole`) clears an earlier
+    /// failure: a small change record can fit where the pool no longer does, and the
+    /// pool is not durable again until a quantum commits.
+    fn committed(&self, what: &'static str, whole: bool, result: Result<(), LedgerError>) -> Result<(), ServiceError> {
         match result {
             Ok(()) => {
-                if self.published.status.load().ledger_error.is_some() {
+                if whole && self.published.status.load().ledger_error.is_some() {
                     eprintln!("fairshare serve: the ledger commits again");
                     self.published.update_status(|s| {
                         s.ledger_error = None;
@@ -359,49 +389,61 @@ impl LivePool {
     }
 
     /// Runs one quantum: measure, allocate, commit to the ledger, publish, enforce. On
-    /// an error nothing is published and the pool is where it was.
+    /// an error nothing is published and the pool is where it was: any error after the
+    /// allocation rolls it back (device credits included).
     pub fn run_quantum(&mut self) -> Result<Arc<View>, ServiceError> {
         let start = Instant::now();
-        let metrics = &self.published.metrics;
         let (demand, counters) = self.measure()?;
         let measured = Instant::now();
-        metrics.phase(Phase::Measure, measured - start);
         let savepoint = self.ledger.is_some().then(|| self.offload.savepoint());
         let on_device = self.offload.on_device();
         self.offload.allocate(&demand)?;
         // The ledger holds verified credits only: wait for the verifier (async) before
         // the commit. A mismatch found now puts the software's result in its place.
         self.offload.settle();
-        // Counted when it happens: a pool rebuilt by a join or leave may fall back again.
-        if on_device && !self.offload.on_device() {
-            metrics.fallback();
-        }
         let allocated = Instant::now();
-        metrics.phase(Phase::Allocate, allocated - measured);
-        if let Some(ledger) = self.ledger.as_mut() {
-            let bytes = encode(&self.base, self.offload.pool(), &demand, &self.weights, &self.tokens)?;
-            let committed = ledger.commit(&bytes);
-            if let Err(e) = self.committed("the quantum", committed) {
-                if let Some(sp) = savepoint {
-                    self.offload.roll_back(sp)?;
-                }
-                return Err(e);
+        let committed = self.commit_quantum(&demand);
+        // Counted when it happens, kept or not: a device that failed is gone either way.
+        if on_device && !self.offload.on_device() {
+            self.published.metrics.fallback();
+        }
+        if let Err(e) = committed {
+            if let Some(sp) = savepoint {
+                self.offload.roll_back(sp)?;
             }
+            // The device may have been dropped on the way: the status says so.
+            self.publish_status();
+            return Err(e);
         }
         let done = Instant::now();
-        self.published.metrics.phase(Phase::Commit, done - allocated);
         self.demand = demand;
-        if let (Some((_, last)), Some(now)) = (self.htb.as_mut(), counters) {
-            *last = now;
+        if let (Some((_, last, at)), Some(now)) = (self.htb.as_mut(), counters) {
+            (*last, *at) = (now, measured);
         }
         let view = self.publish();
         let published = Instant::now();
-        self.published.metrics.phase(Phase::Publish, published - done);
         self.enforce();
         let end = Instant::now();
-        self.published.metrics.phase(Phase::Enforce, end - published);
-        self.published.metrics.quantum_done(end - start);
+        let metrics = &self.published.metrics;
+        for (phase, took) in [
+            (Phase::Measure, measured - start),
+            (Phase::Allocate, allocated - measured),
+            (Phase::Commit, done - allocated),
+            (Phase::Publish, published - done),
+            (Phase::Enforce, end - published),
+        ] {
+            metrics.phase(phase, took);
+        }
+        metrics.quantum_done(end - start);
         Ok(view)
+    }
+
+    /// Commits the pool after a quantum on `demand` (nothing without a ledger).
+    fn commit_quantum(&mut self, demand: &[u64]) -> Result<(), ServiceError> {
+        let Some(ledger) = self.ledger.as_mut() else { return Ok(()) };
+        let bytes = encode(&self.base, self.offload.pool(), demand, &self.weights, &self.tokens)?;
+        let committed = ledger.commit(&bytes);
+        self.committed("the quantum", true, committed)
     }
 
     /// The demands of the next quantum: declared, or (measured) from the classes'
@@ -410,9 +452,11 @@ impl LivePool {
         if self.config.demand != DemandSource::Measured {
             return Ok((self.demand.clone(), None));
         }
-        let Some((htb, last)) = self.htb.as_ref() else { return Ok((self.demand.clone(), None)) };
+        let Some((htb, last, at)) = self.htb.as_ref() else { return Ok((self.demand.clone(), None)) };
         let now = htb.counters()?;
-        let secs = self.config.quantum.as_secs_f64();
+        // Over the time since the counters kept were read: a period, or more after a
+        // quantum that was missed or refused.
+        let secs = at.elapsed().as_secs_f64().max(self.config.quantum.as_secs_f64() / 2.0);
         let alloc = self.offload.pool().allocations();
         let demand = last
             .iter()
@@ -428,7 +472,7 @@ impl LivePool {
     /// With HTB, the allocation as class rates, in one batch. A failure is counted,
     /// shown in the status and logged when it starts and ends; the quantum stands.
     fn enforce(&self) {
-        let Some((htb, _)) = &self.htb else { return };
+        let Some((htb, _, _)) = &self.htb else { return };
         let alloc = self.offload.pool().allocations();
         let rates: Vec<u64> = alloc.iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
         let was = self.published.status.load().enforcement_error.clone();
@@ -462,12 +506,14 @@ impl LivePool {
             self.config.slice_bps,
         ));
         self.published.view.store(Arc::clone(&view));
+        self.publish_status();
+        view
+    }
+
+    /// Publishes where the pool runs (device, fallback) and its tenants' count.
+    fn publish_status(&self) {
         let o = &self.offload;
-        let fallback = o.fallback().map(|fb| FallbackStatus {
-            after_quanta: fb.quantum,
-            kind: fb.error.kind().to_string(),
-            reason: fb.to_string(),
-        });
+        let fallback = o.fallback().map(Fallback::summary);
         let changed = {
             let s = self.published.status.load();
             s.on_device != o.on_device() || s.fallback != fallback || s.tenants != self.names.len()
@@ -481,7 +527,6 @@ impl LivePool {
                 s.tenants = tenants;
             });
         }
-        view
     }
 
     /// A tenant joins between quanta (paper section 3.4: it starts with the floor of
@@ -556,7 +601,7 @@ impl LivePool {
         if let Some(ledger) = self.ledger.as_mut() {
             let bytes = encode(&self.base, &allocator, &demand, &weights, &tokens)?;
             let committed = ledger.commit(&bytes);
-            self.committed(what, committed)?;
+            self.committed(what, true, committed)?;
         }
         self.names = Arc::new(allocator.users().iter().map(|u| u.name.clone()).collect());
         // The old device handle is released first: a device serves one host at a time.

@@ -31,7 +31,7 @@ pub struct View {
     /// Bits per second of a slice.
     pub slice_bps: u64,
     json: OnceLock<Bytes>,
-    metrics: OnceLock<String>,
+    metrics: OnceLock<Bytes>,
 }
 
 impl View {
@@ -58,9 +58,9 @@ impl View {
             .clone()
     }
 
-    /// The per-tenant series of `/metrics`, rendered once.
-    pub fn tenant_metrics(&self) -> &str {
-        self.metrics.get_or_init(|| crate::metrics::render_tenants(self))
+    /// The per-tenant series of `/metrics` (the same in both formats), rendered once.
+    pub fn tenant_metrics(&self) -> Bytes {
+        self.metrics.get_or_init(|| Bytes::from(crate::metrics::render_tenants(self))).clone()
     }
 
     /// Tenant `u`'s rate in bits per second.
@@ -102,17 +102,6 @@ impl Serialize for View {
     }
 }
 
-/// Why the pool left its device, as `/v1/status` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FallbackStatus {
-    /// Quanta the device served before.
-    pub after_quanta: u64,
-    /// The kind of fault.
-    pub kind: String,
-    /// What happened.
-    pub reason: String,
-}
-
 /// The pool's health, as `/v1/status` and `/healthz` show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Status {
@@ -123,7 +112,7 @@ pub struct Status {
     /// Quanta the device answered.
     pub device_quanta: u64,
     /// Why the pool left its device, if it did.
-    pub fallback: Option<FallbackStatus>,
+    pub fallback: Option<fairshare::offload::FallbackSummary>,
     /// The period of a quantum, in milliseconds.
     pub quantum_period_ms: f64,
     /// Whether the pool keeps a ledger (`--state`) and its last commit succeeded.
@@ -134,17 +123,24 @@ pub struct Status {
     pub ledger_error: Option<String>,
     /// Why the last enforcement failed, while it does.
     pub enforcement_error: Option<String>,
+    /// Why the wall clock stopped, if it did.
+    pub clock_error: Option<String>,
     /// Tenants in the pool.
     pub tenants: usize,
 }
 
 impl Status {
-    /// What is wrong, if anything (`/healthz` answers 503 with it).
-    pub fn problem(&self) -> Option<String> {
-        match (&self.ledger_error, &self.enforcement_error) {
-            (Some(l), _) => Some(format!("the ledger cannot commit: {l}")),
-            (None, Some(e)) => Some(format!("enforcement failed: {e}")),
-            (None, None) => None,
+    /// What is wrong, if anything, in a few words (`/healthz` answers 503 with it; the
+    /// details, which may name files, are `/v1/status`'s, behind the token).
+    pub fn problem(&self) -> Option<&'static str> {
+        if self.clock_error.is_some() {
+            Some("the clock stopped (see /v1/status)")
+        } else if self.ledger_error.is_some() {
+            Some("the ledger cannot commit: changes are refused (see /v1/status)")
+        } else if self.enforcement_error.is_some() {
+            Some("enforcement failed (see /v1/status)")
+        } else {
+            None
         }
     }
 }

@@ -24,9 +24,9 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -40,7 +40,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use crate::auth::Keys;
 use crate::config::ServeConfig;
 use crate::http::{self, App, Clock};
-use crate::pool::{LivePool, StartOptions};
+use crate::pool::{LivePool, SharedPool, StartOptions};
 use crate::ServiceError;
 
 /// How long a request's head (and a TLS handshake) may take to arrive, and how long a
@@ -55,6 +55,13 @@ pub const MAX_HEAD_BYTES: usize = 16 << 10;
 
 /// File descriptors kept for the service itself (ledger, enforcer, device, runtime).
 const RESERVED_FDS: u64 = 128;
+
+/// The most connections at once, however many descriptors there are.
+const MAX_CONNECTIONS: u64 = 4096;
+
+/// How long one write to a client may wait for it to read: a reader that stops reading
+/// is dropped, not kept with its answer in memory.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where the API listens: a TCP address, or a Unix socket (`unix:PATH`), which a
 /// controller in another network namespace can reach by its path.
@@ -179,14 +186,14 @@ fn bind(listen: &Listen) -> Result<(Bound, Listen), ServiceError> {
                     Err(e) => return Err(ServiceError::Listen { at, source: e }),
                 }
             }
-            // Made at 0660 whatever the umask: the umask is narrowed around the bind (no
-            // moment at a wider mode), then the mode set exactly.
+            // Made at 0660 whatever the umask: the umask is narrowed around the bind, so
+            // the socket never exists with a wider mode (and no chmod by path follows,
+            // which a symlink put in its place could redirect). Nothing else of the
+            // process runs yet: the umask is the process's.
             let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o117));
             let bound = std::os::unix::net::UnixListener::bind(path);
             rustix::process::umask(old);
-            let l = bound.map_err(|e| ServiceError::Listen { at: at.clone(), source: e })?;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
-                .map_err(|e| ServiceError::Listen { at, source: e })?;
+            let l = bound.map_err(|e| ServiceError::Listen { at, source: e })?;
             Ok((Bound::Unix(l, path.clone()), listen.clone()))
         }
     }
@@ -205,7 +212,7 @@ pub fn max_connections() -> usize {
         }
     }
     let soft = getrlimit(Resource::Nofile).current.unwrap_or(1 << 20);
-    usize::try_from(soft.saturating_sub(RESERVED_FDS).clamp(16, 65_536)).unwrap_or(16)
+    usize::try_from(soft.saturating_sub(RESERVED_FDS).clamp(16, MAX_CONNECTIONS)).unwrap_or(16)
 }
 
 /// The signals the service acts on, registered before it says it listens.
@@ -256,18 +263,24 @@ impl Reloadable {
                 return;
             }
         };
-        let pool = Arc::clone(&self.app.pool);
-        let joined =
-            tokio::task::spawn_blocking(move || pool.lock().unwrap_or_else(|p| p.into_inner()).joined_tokens())
-                .await
-                .unwrap_or_default();
-        let mut done = Vec::new();
-        match Keys::load(&config, &joined) {
-            Ok(keys) if keys.enabled() == self.app.keys.load().enabled() => {
-                self.app.keys.store(Arc::new(keys));
-                done.push("the tokens");
+        // Made and swapped in under the pool's lock, as joins and leaves change them:
+        // none of theirs is lost or brought back.
+        let (app, file) = (Arc::clone(&self.app), config.clone());
+        let reloaded = tokio::task::spawn_blocking(move || {
+            let pool = app.pool.lock();
+            let keys = Keys::load(&file, &pool.joined_tokens(), pool.members())?;
+            if keys.enabled() != app.keys.load().enabled() {
+                return Ok(false);
             }
-            Ok(_) => eprintln!("fairshare serve: SIGHUP: [auth] cannot be added or removed without a restart"),
+            app.keys.store(Arc::new(keys));
+            Ok::<bool, crate::config::ConfigError>(true)
+        })
+        .await;
+        let mut done = Vec::new();
+        match reloaded {
+            Ok(Ok(true)) => done.push("the tokens"),
+            Ok(Ok(false)) => eprintln!("fairshare serve: SIGHUP: [auth] cannot be added or removed without a restart"),
+            Ok(Err(e)) => eprintln!("fairshare serve: SIGHUP: the tokens were not reloaded: {e}"),
             Err(e) => eprintln!("fairshare serve: SIGHUP: the tokens were not reloaded: {e}"),
         }
         if let (Some(swap), Some(t)) = (&self.tls, &config.tls) {
@@ -295,7 +308,8 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
         _ => None,
     };
     // The token files are checked before anything is installed.
-    Keys::load(&config, &BTreeMap::new())?;
+    let file_tenants: Vec<String> = config.tenants.iter().map(|t| t.name.clone()).collect();
+    Keys::load(&config, &BTreeMap::new(), &file_tenants)?;
     let (bound, address) = bind(&options.listen)?;
     let _socket = SocketFile(match &bound {
         Bound::Unix(_, p) => Some(p.clone()),
@@ -309,11 +323,12 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
         accept_config_changes: options.accept_config_changes,
     };
     let pool = LivePool::start(config.clone(), start)?;
-    let keys = Keys::load(&config, &pool.joined_tokens())?;
+    let keys = Keys::load(&config, &pool.joined_tokens(), pool.members())?;
     let published = pool.published();
-    let pool = Arc::new(Mutex::new(pool));
+    let pool: SharedPool = Arc::new(parking_lot::FairMutex::new(pool));
     let app = Arc::new(App {
         pool: Arc::clone(&pool),
+        changes: tokio::sync::Semaphore::new(http::CONCURRENT_CHANGES),
         published: Arc::clone(&published),
         keys: ArcSwap::from_pointee(keys),
         clock: options.clock,
@@ -504,9 +519,11 @@ async fn connection<I>(io: I, app: axum::Router, watcher: hyper_util::server::gr
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let mut io = tokio_io_timeout::TimeoutStream::new(io);
+    io.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(MAX_HEAD_BYTES);
-    let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+    let conn = builder.serve_connection(TokioIo::new(Box::pin(io)), TowerToHyperService::new(app));
     let _ = watcher.watch(conn).await;
 }
 
@@ -536,14 +553,13 @@ mod tests {
         assert!(check_exposure(&"unix:/x".parse().unwrap(), &config, false).is_ok());
     }
 
+    /// (Under umask 000 in a process of its own: cli/tests/exposed.rs.)
     #[test]
-    fn the_socket_is_0660_whatever_the_umask_and_a_live_one_is_refused() {
+    fn the_socket_is_0660_and_a_live_one_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.sock");
-        let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0));
-        let bound = bind(&Listen::Unix(path.clone()));
-        rustix::process::umask(old);
-        let (live, _) = bound.unwrap();
+        let (live, _) = bind(&Listen::Unix(path.clone())).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o660);
         let e = bind(&Listen::Unix(path.clone())).err().unwrap().to_string();

@@ -88,7 +88,12 @@ fn everything(pool: &LivePool, dir: &Path) -> (String, String, u64, Vec<Option<V
     let p = pool.published();
     let view = p.view.load_full();
     let files = ["log", "snapshot", "head"].iter().map(|f| std::fs::read(dir.join(f)).ok()).collect();
-    (format!("{:?}", seen(pool)), view.tenant_metrics().to_string(), p.metrics.quanta(), files)
+    (
+        format!("{:?}", seen(pool)),
+        String::from_utf8_lossy(&view.tenant_metrics()).into_owned(),
+        p.metrics.quanta(),
+        files,
+    )
 }
 
 /// Fills the file system of `dir` with 4 KiB files until a write fails.
@@ -104,11 +109,28 @@ fn fill(dir: &Path, fillers: &mut Vec<PathBuf>) {
 }
 
 /// Runs `ops`; returns how many changes the full disk refused.
+/// A case's folder and the files filling the disk, removed when the case ends (also
+/// when it fails: the next case, or the shrinking, starts on an empty disk).
+struct Case {
+    dir: PathBuf,
+    fillers: Vec<PathBuf>,
+}
+
+impl Drop for Case {
+    fn drop(&mut self) {
+        for f in self.fillers.drain(..) {
+            let _ = std::fs::remove_file(f);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 fn run(ops: &[Op], fs: &Path, case: usize) -> Result<usize, TestCaseError> {
     let dir = fs.join(format!("case-{case}"));
     let state = dir.join("state");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut fillers = Vec::new();
+    let mut guard = Case { dir: dir.clone(), fillers: Vec::new() };
+    let fillers = &mut guard.fillers;
     let mut real = start(Some(&state));
     let mut model = start(None);
     let mut refused = 0;
@@ -118,7 +140,7 @@ fn run(ops: &[Op], fs: &Path, case: usize) -> Result<usize, TestCaseError> {
         let name = |u: usize| names[u % names.len()].clone();
         let (got, want): (Result<(), ServiceError>, Change) = match op.clone() {
             Op::Fill => {
-                fill(fs, &mut fillers);
+                fill(fs, fillers);
                 continue;
             }
             Op::Free => {
@@ -155,7 +177,11 @@ fn run(ops: &[Op], fs: &Path, case: usize) -> Result<usize, TestCaseError> {
             }
             Ok(()) => {
                 prop_assert!(want(&mut model).is_ok(), "{:?}: only the model refused", op);
-                prop_assert!(real.published().status.load().ledger_error.is_none());
+                // A whole state committed: durable again. A demand's small record can
+                // fit where the pool does not, so it says nothing of that.
+                if !matches!(op, Op::Demand(..)) {
+                    prop_assert!(real.published().status.load().ledger_error.is_none());
+                }
             }
         }
         prop_assert_eq!(seen(&real), seen(&model), "after {:?}", op);
@@ -164,18 +190,25 @@ fn run(ops: &[Op], fs: &Path, case: usize) -> Result<usize, TestCaseError> {
     for f in fillers.drain(..) {
         let _ = std::fs::remove_file(f);
     }
-    real.run_quantum().unwrap();
-    model.run_quantum().unwrap();
-    prop_assert_eq!(seen(&real), seen(&model));
-    // A restart resumes at the last acknowledged state (demands included: one more quantum).
+    let (mut real, mut model) = (real, model);
+    if ops.len().is_multiple_of(2) {
+        real.run_quantum().unwrap();
+        model.run_quantum().unwrap();
+        prop_assert_eq!(seen(&real), seen(&model));
+    }
+    // A restart resumes at the last acknowledged state: the last whole state and the
+    // demands acknowledged after it (half the cases end with some, replayed from change
+    // records). The view of a resumed pool shows the demands it will run with; one more
+    // quantum compares them too.
     drop(real);
     let mut resumed = start(Some(&state));
-    prop_assert_eq!(seen(&resumed), seen(&model));
+    let (a, b) = (seen(&resumed), seen(&model));
+    prop_assert_eq!((a.0, &a.1, &a.3, &a.4), (b.0, &b.1, &b.3, &b.4));
     resumed.run_quantum().unwrap();
     model.run_quantum().unwrap();
     prop_assert_eq!(seen(&resumed), seen(&model));
     drop(resumed);
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(guard);
     Ok(refused)
 }
 

@@ -38,7 +38,7 @@ mod verifier;
 mod verify;
 
 pub use admission::{admit_quantum, device_shape, mode_of, DeviceShape};
-pub use verify::{BadVerify, Checks, Fallback, Timing, Verify, VERIFIER_DEPTH};
+pub use verify::{BadVerify, Checks, Fallback, FallbackSummary, Timing, Verify, VERIFIER_DEPTH};
 
 use crate::allocator::Savepoint;
 use crate::error::Result;
@@ -794,7 +794,12 @@ mod tests {
                 o.settle();
                 assert!(o.on_device() && o.fallback().is_none(), "{verify}: {:?}", o.fallback());
                 assert_eq!(o.pool().credits(), reference.credits(), "{verify}");
-                // A savepoint of another pool shape is refused and changes nothing.
+                // A savepoint of the pool before its users changed (same count, new
+                // shares) is refused, and so is one of another shape; nothing changes.
+                let mut reshared = o.pool().clone();
+                let stale = reshared.savepoint();
+                reshared.set_shares(&[(4, 1); 5]).unwrap();
+                assert!(reshared.roll_back(stale).is_err());
                 let mut bigger = pool(policy);
                 bigger
                     .join(

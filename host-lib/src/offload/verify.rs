@@ -105,6 +105,26 @@ impl std::fmt::Display for Fallback {
     }
 }
 
+/// A fallback as commands and APIs show it (JSON): when, what kind of failure
+/// (`timeout`, `refused`, `gone`, `protocol`, `verification`, `unsupported`, `io`), and
+/// [`Fallback`]'s one wording.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FallbackSummary {
+    /// Quanta completed before the one that failed.
+    pub after_quanta: u64,
+    /// The kind of failure.
+    pub kind: &'static str,
+    /// What happened, as [`Fallback`] says it.
+    pub reason: String,
+}
+
+impl Fallback {
+    /// The fallback as commands and APIs show it.
+    pub fn summary(&self) -> FallbackSummary {
+        FallbackSummary { after_quanta: self.quantum, kind: self.error.kind(), reason: self.to_string() }
+    }
+}
+
 /// Where the time of the last quantum went, in nanoseconds (0: not measured, e.g. on
 /// software).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
