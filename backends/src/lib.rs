@@ -129,14 +129,14 @@ impl Backend {
         })
     }
 
-    /// A pool of `config` under `policy` on this backend.
-    pub fn pool(&self, config: &PoolConfig, policy: Policy, opts: DeviceOptions) -> Result<Offload, BackendError> {
-        self.pool_from(Allocator::new(config.clone(), policy)?, opts)
+    /// A pool of `config` under `policy`, offloaded to this backend.
+    pub fn offload(&self, config: &PoolConfig, policy: Policy, opts: DeviceOptions) -> Result<Offload, BackendError> {
+        self.offload_from(Allocator::new(config.clone(), policy)?, opts)
     }
 
     /// `pool` (new, or resumed from a checkpoint) on this backend; a device starts from
     /// the pool's credits.
-    pub fn pool_from(&self, mut pool: Allocator, opts: DeviceOptions) -> Result<Offload, BackendError> {
+    pub fn offload_from(&self, mut pool: Allocator, opts: DeviceOptions) -> Result<Offload, BackendError> {
         if *self == Backend::Literal {
             pool = pool.with_implementation(fairshare::Implementation::Literal);
         }

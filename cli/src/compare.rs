@@ -64,7 +64,7 @@ fn check(setup: &Setup) -> Result<(), CliError> {
 pub fn evaluate(setup: &Setup, backends: &[Backend], device: DeviceOptions) -> Result<Comparison, CliError> {
     check(setup)?;
     let bar = progress(setup.steps(backends.len()) as usize, "compare");
-    let c = compare(setup, backends, |b, config, policy| b.pool(config, policy, device), || bar.inc(1))?;
+    let c = compare(setup, backends, |b, config, policy| b.offload(config, policy, device), || bar.inc(1))?;
     bar.finish_and_clear();
     for r in &c.runs {
         if let Some(fb) = &r.fallback {

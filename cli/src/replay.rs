@@ -46,7 +46,7 @@ struct ReplayRequest<'a> {
 /// What the ledger holds after each quantum: everything a resumed run needs to continue
 /// as if it had never stopped.
 #[derive(Serialize, Deserialize)]
-struct Checkpoint<'a> {
+struct SavedRun<'a> {
     /// Which run this is (trace, users, policy, flags): a ledger of another run is refused.
     run: Cow<'a, str>,
     /// Quanta done.
@@ -122,8 +122,7 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
         None => Rows::Direct(csv::Writer::from_writer(out.take().unwrap_or_else(Output::discard))),
         Some(dir) => {
             let run = run_id(req, &trace, &config)?;
-            let decode = |b: &[u8]| serde_json::from_slice::<Checkpoint>(b).map_err(|e| e.to_string());
-            let (ledger, latest) = Ledger::open_run(dir, decode, |cp| &cp.run, &run)?;
+            let (ledger, latest) = Ledger::open_run::<SavedRun>(dir, |cp| &cp.run, &run)?;
             let path = dir.join("rows.csv");
             let mut len = 0;
             if let Some(cp) = latest {
@@ -162,7 +161,7 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
     if done == 0 {
         write_record(&mut rows, header)?;
     }
-    let mut pool = req.backend.pool_from(allocator, req.device)?;
+    let mut pool = req.backend.offload_from(allocator, req.device)?;
     let mut reader = QuantumReader::open(req.trace, &names)?;
     let (mut demand, mut present) = (vec![0u64; n], vec![false; n]);
     // Rows nobody reads (--json without --out, no ledger) are not formatted.
@@ -177,7 +176,7 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
         }
         if !req.dense {
             before.clear();
-            before.extend_from_slice(pool.pool().credits());
+            before.extend_from_slice(pool.allocator().credits());
         }
         pool.allocate(&demand).map_err(|e| quantum_error(&trace, label, &names, e))?;
         if matches!(rows, Rows::Ledgered { .. }) {
@@ -185,7 +184,7 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
             // (async) before they are written; a mismatch puts the software's in place.
             pool.settle();
         }
-        let (alloc, after) = (pool.pool().allocations(), pool.pool().credits());
+        let (alloc, after) = (pool.allocator().allocations(), pool.allocator().credits());
         recorder.record(&demand, alloc);
         let label = label.to_string();
         for u in (0..n).filter(|_| !skip_rows) {
@@ -204,14 +203,14 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
             csv.flush().map_err(io)?;
             csv.get_ref().sync_data().map_err(io)?;
             *len = (&mut csv.get_ref()).stream_position().map_err(io)?;
-            let cp = Checkpoint {
+            let cp = SavedRun {
                 run: Cow::Borrowed(run),
                 quanta: q,
                 rows_len: *len,
-                pool: pool.pool().export_state(),
+                pool: pool.allocator().export_state(),
                 recorder: Cow::Borrowed(&recorder),
             };
-            ledger.commit(&serde_json::to_vec(&cp).map_err(CliError::json("the run's checkpoint"))?)?;
+            ledger.commit_json(&cp)?;
         }
         bar.inc(1);
     }

@@ -4,17 +4,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{fairshare, text, write};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fairshare(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use std::process::Command;
 
 fn vectors(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors").join(file)
@@ -36,12 +31,6 @@ fn paper_case() -> Vec<(Vec<u64>, Vec<u64>, Vec<String>)> {
             (nums(&q["demand"]), nums(&q["alloc"]), credits)
         })
         .collect()
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let path = dir.join(name);
-    fs::write(&path, content).unwrap();
-    path
 }
 
 /// The paper's demands as a trace with users A, B, C.

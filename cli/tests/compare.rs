@@ -1,12 +1,12 @@
 //! `fairshare compare` end to end: the report folder, the JSON summary, agreement of
 //! backends, and bad input that changes nothing.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn fairshare(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().expect("the binary runs")
-}
+use std::path::Path;
+use std::process::Output;
+
+use common::fairshare;
 
 fn json(out: &Output) -> serde_json::Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

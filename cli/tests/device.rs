@@ -5,39 +5,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{device_sim, fairshare, root as nix_root};
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-
-fn fairshare(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().unwrap()
-}
-
-/// A running `device-sim`; killed on drop.
-struct Sim(Child);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `device-sim` on `shm` and waits for its `ready`.
-fn device_sim(shm: &Path, extra: &[&str]) -> Sim {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fairshare"))
-        .args(["device-sim", "--shm", shm.to_str().unwrap()])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready", "device-sim did not start");
-    Sim(child)
-}
+use std::process::{Command, Stdio};
 
 /// A bursty trace: `quanta` x `users` demands, CSV `quantum,user,demand`.
 fn trace(dir: &Path, users: usize, quanta: usize, seed: u64) -> PathBuf {
@@ -264,12 +238,12 @@ fn device_backends_that_are_not_there_say_what_to_do() {
     assert!(err.contains("emulator:PATH"), "{err}");
 }
 
-/// Reliability, item 2: nobody can resize the emulator's memory under a mapping. The
+/// Nobody can resize the emulator's memory under a mapping. The
 /// path is a socket (truncate(1) fails on it), and the memory itself, a sealed memfd,
 /// refuses every resize even to root reaching it through /proc; the run goes on, equal
 /// to the software.
 #[test]
-fn item2_truncating_the_device_memory_cannot_crash_either_process() {
+fn truncating_the_device_memory_cannot_crash_either_process() {
     let dir = tempfile::tempdir().unwrap();
     let t = trace(dir.path(), 30, 200, 3);
     let (want, _) = replay(dir.path(), &t, "software", &[]);
@@ -302,17 +276,11 @@ fn item2_truncating_the_device_memory_cannot_crash_either_process() {
     assert!(got == want, "the replay after the attempts equals the software's");
 }
 
-/// Whether this test runs as root (the owner of /proc/self is uid 0).
-fn nix_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-/// Reliability, item 3: `device-sim` never replaces what is not a dead emulator's
+/// `device-sim` never replaces what is not a dead emulator's
 /// socket, removes its socket on SIGTERM, a host finds a dead emulator at once, and
 /// two hosts never share one emulator.
 #[test]
-fn item3_device_sim_never_clobbers_leaks_or_collides() {
+fn device_sim_never_clobbers_leaks_or_collides() {
     let dir = tempfile::tempdir().unwrap();
     let t = trace(dir.path(), 5, 4, 9);
     let path = dir.path().join("dev.shm");

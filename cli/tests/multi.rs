@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::fairshare;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fairshare(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().unwrap()
-}
 
 fn example(file: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(file).to_str().unwrap().to_string()

@@ -1,31 +1,22 @@
-//! The Reliability issue's items, end to end on the `fairshare` binary: each test is
-//! named after its item (items 2 and 3, the device's memory and socket, are in
-//! cli/tests/device.rs).
+//! What survives bad input, signals and kill -9, end to end on the `fairshare` binary:
+//! outputs that never clobber, temporary files that never outlive their run, memory
+//! linear in the users, self-tests that cannot pass without testing, numbers out of
+//! range named, credits across kill -9, and the parsers fuzzed (the device's memory and
+//! socket are in cli/tests/device.rs; docs/reliability.md lists every guarantee).
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{fairshare, text, write};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn fairshare(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairshare")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let path = dir.join(name);
-    fs::write(&path, content).unwrap();
-    path
-}
 
 const PAPER: &str =
     "quantum,user,demand\n1,A,3\n1,B,2\n1,C,1\n2,A,3\n3,B,3\n4,A,2\n4,B,2\n4,C,4\n5,A,2\n5,B,3\n5,C,5\n";
@@ -49,7 +40,7 @@ fn trace(users: usize, quanta: usize) -> String {
 }
 
 #[test]
-fn item1_out_never_clobbers_what_it_must_not() {
+fn out_never_clobbers_what_it_must_not() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let input = write(d, "paper.csv", PAPER);
@@ -120,7 +111,7 @@ fn item1_out_never_clobbers_what_it_must_not() {
 /// SIGINT and SIGTERM in the middle of a run remove the temporary file, and the earlier
 /// output stays as it was.
 #[test]
-fn item1_a_signal_mid_run_removes_the_temporary_and_keeps_the_old_output() {
+fn a_signal_mid_run_removes_the_temporary_and_keeps_the_old_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let input = write(d, "big.csv", &trace(400, 400));
@@ -172,7 +163,7 @@ fn peak_rss_kb(mut cmd: Command) -> (u64, Output) {
 /// 4,000 users, each with one line in its own quantum: before, the replay held
 /// users x quanta demands and results (hundreds of MB); streaming, it holds O(users).
 #[test]
-fn item4_replay_memory_is_linear_in_users_not_users_times_quanta() {
+fn replay_memory_is_linear_in_users_not_users_times_quanta() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = String::from("quantum,user,demand\n");
     for u in 0..4000 {
@@ -203,7 +194,7 @@ fn replay_state(input: &Path, out: &Path, state: &Path) -> Command {
 /// kill -9 at 30 random points of a 5,000-quantum replay with `--state`, resumed each
 /// time: the final rows and summary equal an uninterrupted run's, byte for byte.
 #[test]
-fn item7_credits_survive_kill_9_at_30_points() {
+fn credits_survive_kill_9_at_30_points() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let input = write(d, "trace.csv", &trace(6, 5000));
@@ -251,7 +242,7 @@ fn item7_credits_survive_kill_9_at_30_points() {
 
 /// A ledger of another run is refused, and nothing is changed.
 #[test]
-fn item7_a_ledger_belongs_to_one_run() {
+fn a_ledger_belongs_to_one_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let a = write(d, "a.csv", PAPER);
@@ -269,7 +260,7 @@ fn item7_a_ledger_belongs_to_one_run() {
 
 /// Numbers beyond their range are named with the field, the line and the value.
 #[test]
-fn item6_trace_numbers_out_of_range_are_named() {
+fn trace_numbers_out_of_range_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cases: [(&str, &str); 3] = [
@@ -306,7 +297,7 @@ fn item6_trace_numbers_out_of_range_are_named() {
 /// A self-test that tests nothing exits 3; an unreachable backend is an error (exit 2),
 /// not a mismatch; vector files are parsed strictly.
 #[test]
-fn item5_selftest_cannot_pass_without_testing() {
+fn selftest_cannot_pass_without_testing() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Only weighted cases: the device computes equal shares only, so every case is skipped.
@@ -360,19 +351,19 @@ fn replay_is_clean(dir: &Path, content: &[u8]) -> Result<(), String> {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 150, ..Default::default() })]
 
-    /// Item 8: the trace parser fuzzed through the binary, on arbitrary bytes.
+    /// The trace parser fuzzed through the binary, on arbitrary bytes.
     #[test]
-    fn item8_the_trace_parser_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+    fn the_trace_parser_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
         let dir = tempfile::tempdir().unwrap();
         let mut content = b"quantum,user,demand\n".to_vec();
         content.extend(bytes);
         proptest::prop_assert_eq!(replay_is_clean(dir.path(), &content), Ok(()));
     }
 
-    /// Item 8: the trace parser fuzzed through the binary, on mutations of a valid trace:
+    /// The trace parser fuzzed through the binary, on mutations of a valid trace:
     /// numbers at their limits, signs, fractions, quotes, missing and extra fields.
     #[test]
-    fn item8_the_trace_parser_never_panics_on_mutated_traces(
+    fn the_trace_parser_never_panics_on_mutated_traces(
         at in proptest::prelude::any::<proptest::sample::Index>(),
         cut in 0usize..12,
         insert in "(18446744073709551615|18446744073709551616|-1|0.5|1e3|\"|,|\n| |[0-9a-z]{0,6}){0,3}",

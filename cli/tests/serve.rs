@@ -227,13 +227,8 @@ fn kill_9_at_20_points_resumes_exactly() {
 }
 
 /// `fairshare device-sim` on `shm` with `faults`; killed when dropped.
-fn device_sim(shm: &Path, faults: &str) -> Server {
-    let (child, line) = common::spawn_until_first_line(
-        &["device-sim", "--shm", shm.to_str().unwrap(), "--fault", faults, "--late-ms", "600"],
-        None,
-    );
-    assert_eq!(line.trim(), "ready");
-    Server { child, addr: common::Addr::Tcp(String::new()), token: None }
+fn device_sim(shm: &Path, faults: &str) -> common::DeviceSim {
+    common::device_sim(shm, &["--fault", faults, "--late-ms", "600"])
 }
 
 /// On the emulated device, a crash in the third quantum: the pool goes on in software

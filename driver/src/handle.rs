@@ -385,7 +385,7 @@ impl DeviceHandle {
 
     /// Restores the balances of users `0 .. credits.len()`, row by row through
     /// `CREDIT_DATA` and write commands.
-    fn restore(&mut self, credits: &[u32]) -> Result<(), DeviceError> {
+    fn write_credit_rows(&mut self, credits: &[u32]) -> Result<(), DeviceError> {
         if credits.len() > self.info.max_users {
             return Err(DeviceError::Unsupported(format!(
                 "{} users: the device holds {}",
@@ -405,7 +405,7 @@ impl DeviceHandle {
     }
 
     /// Checkpoints the balances of users `0 .. n` through read commands.
-    fn checkpoint(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
+    fn read_credit_rows(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
         if n > self.info.max_users {
             return Err(DeviceError::Unsupported(format!("{n} users: the device holds {}", self.info.max_users)));
         }
@@ -430,10 +430,10 @@ impl Accelerator for DeviceHandle {
         DeviceHandle::limits(self)
     }
     fn write_credits(&mut self, credits: &[u32]) -> Result<(), DeviceError> {
-        self.restore(credits)
+        self.write_credit_rows(credits)
     }
     fn read_credits(&mut self, n: usize) -> Result<Vec<u32>, DeviceError> {
-        self.checkpoint(n)
+        self.read_credit_rows(n)
     }
     fn quantum_into(
         &mut self,

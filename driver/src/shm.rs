@@ -225,7 +225,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn item2_the_device_memory_cannot_be_resized_by_anyone() {
+    fn the_device_memory_cannot_be_resized_by_anyone() {
         let (memory, bar, _dma) = create_memory(64).unwrap();
         let len = memory_len(64) as u64;
         assert_eq!(memory.metadata().unwrap().len(), len);
@@ -241,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn item3_claim_refuses_what_is_not_a_stale_emulator_socket() {
+    fn claim_refuses_what_is_not_a_stale_emulator_socket() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("users-file");
         std::fs::write(&file, "precious").unwrap();
@@ -257,7 +257,7 @@ mod tests {
     }
 
     #[test]
-    fn item3_a_host_finds_no_live_emulator_at_once() {
+    fn a_host_finds_no_live_emulator_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("dev.sock");
         drop(claim(&sock).unwrap());

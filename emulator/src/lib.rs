@@ -529,12 +529,12 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
-        /// Item 8 of the Reliability issue: the register decoder fuzzed. Any sequence of
+        /// The register decoder fuzzed. Any sequence of
         /// register writes by a host (any offset of BAR0, any value, doorbells and credit
         /// commands included) over any DMA contents is served without a panic, and
         /// without a crash when none is injected.
         #[test]
-        fn item8_the_register_decoder_survives_any_writes(
+        fn the_register_decoder_survives_any_writes(
             writes in proptest::collection::vec((0..abi::BAR_BYTES / 4, any::<u32>()), 1..48),
             small in proptest::collection::vec((0..abi::BAR_BYTES / 4, 0u32..300), 0..16),
             dma in proptest::collection::vec(any::<u32>(), 0..256),

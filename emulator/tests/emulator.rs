@@ -32,7 +32,7 @@ fn quanta_and_credits_through_the_shared_memory_driver() {
             assert_eq!(offload.allocate(&d).unwrap(), pool.allocate(&d).unwrap());
         }
         assert!(offload.on_device(), "{:?}", offload.fallback());
-        assert_eq!(offload.checkpoint(), pool.credits());
+        assert_eq!(offload.check_device_credits(), pool.credits());
         assert!(offload.on_device(), "checkpoint through the registers: {:?}", offload.fallback());
         assert_eq!(offload.device_quanta(), 200);
         emu.stop().unwrap();
@@ -88,7 +88,7 @@ fn a_crash_mid_quantum_is_survived() {
     let mut offload = Offload::new(Allocator::new(config, Policy::Karma).unwrap(), Box::new(dev), Verify::Invariants);
     for d in demands(20, 30) {
         assert_eq!(offload.allocate(&d).unwrap(), pool.allocate(&d).unwrap());
-        assert_eq!(offload.pool().credits(), pool.credits());
+        assert_eq!(offload.allocator().credits(), pool.credits());
     }
     let fb = offload.fallback().unwrap();
     assert_eq!(fb.quantum, 5);

@@ -1,4 +1,4 @@
-//! Item 8 of the Reliability issue and the Offload fast path issue: the soak test.
+//! The soak test.
 //! Quanta through the emulator path in every verification mode, in segments of a fresh
 //! emulator each with one random injected fault at a random quantum (some segments end
 //! before theirs fires); after a fault the pool goes on in software, and the next
@@ -109,11 +109,11 @@ fn soak(verify: Verify, kinds: &[&str], total: usize, seed: u64) -> Seen {
             // A swap fires only where a pair of users allows it.
             None => assert!(!fired || fault.kind == FaultKind::Swap, "{verify}: {fault:?} fired and was not seen"),
         }
-        assert_eq!(pool.pool().credits(), reference.credits(), "{verify}: credits equal the software run's");
-        assert_eq!(pool.pool().quantum(), reference.quantum());
+        assert_eq!(pool.allocator().credits(), reference.credits(), "{verify}: credits equal the software run's");
+        assert_eq!(pool.allocator().quantum(), reference.quantum());
         seen.quanta += quanta;
         seen.on_device += pool.device_quanta();
-        carried = pool.pool().clone();
+        carried = pool.allocator().clone();
         drop(pool);
         let _ = emu.stop();
         // Memory after the first fifth is the baseline; it must stay within 10%.
@@ -135,7 +135,7 @@ fn total() -> usize {
 }
 
 #[test]
-fn item8_soak_every_verify_mode_with_loud_faults() {
+fn soak_every_verify_mode_with_loud_faults() {
     for (i, verify) in [Verify::Sync, Verify::Async, Verify::Sample(8), Verify::Invariants].into_iter().enumerate() {
         let seen = soak(verify, &["corrupt", "corrupt", "wrong-seq", "crash"], total(), i as u64);
         assert_eq!(seen.wrong_allocations, 0, "{verify}: a faulty result was issued");

@@ -267,3 +267,143 @@ impl Logic for SearchUnit {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn settle(s: &mut SearchUnit) {
+        assert!(simulate(s, 1000));
+    }
+
+    fn tick(s: &mut SearchUnit) {
+        s.clock.next = true.into();
+        settle(s);
+        s.clock.next = false.into();
+        settle(s);
+    }
+
+    /// Runs one search as the engine drives it (target loaded, `init`, then per pass:
+    /// `check` `PROBE_LATENCY` cycles after the interval's last change, the next cycle
+    /// the probes counted, `update1`, `update2` with the counts held). Returns the
+    /// threshold, the rest and the passes.
+    fn run(s: &mut SearchUnit, keys: &[u64], target: u64) -> (u64, u64, usize) {
+        let (first, beyond) = match (keys.iter().min(), keys.iter().max()) {
+            (Some(&lo), Some(&hi)) => (lo, hi + 1),
+            _ => (0, 1),
+        };
+        s.target.next = target.into();
+        s.total.next = (keys.len() as u64).into();
+        s.first.next = first.into();
+        s.beyond.next = beyond.into();
+        s.load_target.next = true;
+        settle(s);
+        tick(s);
+        s.load_target.next = false;
+        s.init.next = true;
+        settle(s);
+        tick(s);
+        s.init.next = false;
+        let mut passes = 0;
+        loop {
+            for _ in 1..PROBE_LATENCY {
+                tick(s);
+            }
+            s.check.next = true;
+            settle(s);
+            let more = s.more.val();
+            tick(s);
+            s.check.next = false;
+            if !more {
+                break;
+            }
+            passes += 1;
+            assert!(passes <= 40, "the search does not end");
+            settle(s);
+            for j in 0..PROBES {
+                let probe = s.probe[j].val().to_u64();
+                let below = keys.iter().filter(|&&k| k < probe).count() as u64;
+                s.count[j].next = below.into();
+            }
+            s.update1.next = true;
+            settle(s);
+            tick(s);
+            s.update1.next = false;
+            s.update2.next = true;
+            settle(s);
+            tick(s);
+            s.update2.next = false;
+        }
+        settle(s);
+        (s.threshold.val().to_u64(), s.rest.val().to_u64(), passes)
+    }
+
+    /// The obvious model: the keys sorted; the `target`-th smallest (from 1) and how
+    /// many of the target are still to give at it (the keys at the threshold that are
+    /// taken); no search for a target of 0 (the lowest key, none to give) or of every
+    /// key (past every key).
+    fn model(keys: &[u64], target: u64) -> (u64, u64) {
+        let mut sorted = keys.to_vec();
+        sorted.sort_unstable();
+        let first = sorted.first().copied().unwrap_or(0);
+        if target == 0 {
+            return (first, 0);
+        }
+        if target == keys.len() as u64 {
+            return (0xFFFF_FFFF, 0);
+        }
+        let t = sorted[target as usize - 1];
+        let below = sorted.iter().filter(|&&k| k < t).count() as u64;
+        (t, target - below)
+    }
+
+    /// The most passes a radix-4 search of an interval of `len` keys takes: each keeps
+    /// one of its four parts (three of `max(len / 4, 1)`, the last what is left) until
+    /// one key is left.
+    fn worst_passes(len: u64, memo: &mut std::collections::HashMap<u64, usize>) -> usize {
+        if len <= 1 {
+            return 0;
+        }
+        if let Some(&p) = memo.get(&len) {
+            return p;
+        }
+        let step = (len / 4).max(1);
+        let last = len.saturating_sub(3 * step).max(1);
+        let p = 1 + worst_passes(step, memo).max(worst_passes(last, memo));
+        memo.insert(len, p);
+        p
+    }
+
+    /// The unit against the model on random multisets of keys (narrow and wide ranges,
+    /// many duplicates, keys up to 2^31), every target from none to all; the passes
+    /// are those of a radix-4 search.
+    #[test]
+    fn selects_the_target_th_key_as_sorting_does() {
+        let mut rng = ChaCha8Rng::seed_from_u64(37);
+        let mut s = SearchUnit::default();
+        s.connect_all();
+        let mut searched = 0;
+        for round in 0..150 {
+            let n = rng.gen_range(1..40);
+            let span: u64 = match round % 3 {
+                0 => rng.gen_range(1..8),
+                1 => rng.gen_range(8..100_000),
+                _ => 1 << 31,
+            };
+            let base = rng.gen_range(0..=(1u64 << 31) - span);
+            let keys: Vec<u64> = (0..n).map(|_| base + rng.gen_range(0..span)).collect();
+            for target in 0..=n as u64 {
+                let (threshold, rest, passes) = run(&mut s, &keys, target);
+                let ctx = format!("keys {keys:?}, target {target}");
+                assert_eq!((threshold, rest), model(&keys, target), "{ctx}");
+                let range = keys.iter().max().unwrap_or(&0) - keys.iter().min().unwrap_or(&0) + 1;
+                let bound = worst_passes(range, &mut std::collections::HashMap::new());
+                assert!(passes <= bound, "{passes} passes for a range of {range}: {ctx}");
+                searched += usize::from(passes > 0);
+            }
+        }
+        assert!(searched > 2000, "only {searched} searches needed a pass");
+    }
+}

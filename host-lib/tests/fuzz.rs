@@ -1,4 +1,4 @@
-//! Item 8 of the Reliability issue: the vector-file parser on arbitrary and mutated
+//! The vector-file parser on arbitrary and mutated
 //! input (proptest as the fuzzer, on stable Rust): it never panics, and whatever it
 //! accepts is a valid vector file (cases, names unique, quanta present).
 
@@ -11,12 +11,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     #[test]
-    fn item8_the_vector_parser_never_panics_on_arbitrary_text(text in ".{0,300}") {
+    fn the_vector_parser_never_panics_on_arbitrary_text(text in ".{0,300}") {
         let _ = VectorFile::parse(&text);
     }
 
     #[test]
-    fn item8_the_vector_parser_never_panics_on_mutated_files(
+    fn the_vector_parser_never_panics_on_mutated_files(
         at in any::<prop::sample::Index>(),
         cut in 0usize..40,
         insert in "[0-9e.\\-\\[\\]{}\",:a-z]{0,12}",

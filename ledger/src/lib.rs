@@ -37,10 +37,16 @@
 //! hundred lines that are easy to fuzz ([`records`] is the reader the fuzz test drives),
 //! with no file format we do not control.
 //!
+//! Callers keep typed values: [`Ledger::open_json`], [`Ledger::commit_json`] and
+//! [`Ledger::append_json`] encode states and changes as JSON (replay's run and the live
+//! service's pool both use them).
+//!
 //! One writer at a time: the folder's `lock` file is held with `flock` while the
 //! ledger is open; a second writer is refused. This crate depends on no other fairshare
 //! crate.
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -82,12 +88,34 @@ pub enum LedgerError {
         /// The state's size.
         len: usize,
     },
-    /// The latest state could not be decoded by the caller's decoder.
-    #[error("{}: the ledger's state is unreadable: {reason}", path.display())]
+    /// A state or change is not the JSON of its type.
+    #[error("{}: the ledger's {what} is unreadable: {source}", path.display())]
     Unreadable {
         /// The ledger's folder.
         path: PathBuf,
-        /// The decoder's message.
+        /// `state` or `change`.
+        what: &'static str,
+        /// serde_json's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A state or change could not be encoded; nothing was written.
+    #[error("{}: encoding a {what}: {source}", path.display())]
+    Encode {
+        /// The ledger's folder.
+        path: PathBuf,
+        /// `state` or `change`.
+        what: &'static str,
+        /// serde_json's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The ledger's records read, but do not fit together or the run that reads them.
+    #[error("{}: {reason}", path.display())]
+    Inconsistent {
+        /// The ledger's folder.
+        path: PathBuf,
+        /// What does not fit.
         reason: String,
     },
     /// The ledger holds the state of another run (its identity differs).
@@ -263,25 +291,23 @@ impl Head {
 }
 
 impl Ledger {
-    /// [`Ledger::open`] for the ledger of one run that keeps whole states only: the
-    /// latest state is decoded with `decode` (the caller's encoding), and refused unless
-    /// `identity` of it equals `expected` (a ledger of another run, e.g. another trace or
-    /// pool). A ledger holding changes is not one of these runs' and is refused.
-    pub fn open_run<T>(
+    /// [`Ledger::open_json`] for the ledger of one run that keeps whole states only: the
+    /// state is refused unless `identity` of it equals `expected` (a ledger of another
+    /// run, e.g. another trace or pool), and a ledger holding changes is not one of these
+    /// runs'.
+    pub fn open_run<T: DeserializeOwned>(
         dir: &Path,
-        decode: impl FnOnce(&[u8]) -> Result<T, String>,
         identity: impl FnOnce(&T) -> &str,
         expected: &str,
     ) -> Result<(Ledger, Option<T>), LedgerError> {
-        let (ledger, latest) = Ledger::open(dir)?;
-        if !latest.changes.is_empty() {
-            return Err(LedgerError::Unreadable {
+        let (ledger, state, changes) = Ledger::open_json::<T, serde::de::IgnoredAny>(dir)?;
+        if !changes.is_empty() {
+            return Err(LedgerError::Inconsistent {
                 path: dir.to_path_buf(),
-                reason: format!("it holds {} change records, which this run does not keep", latest.changes.len()),
+                reason: format!("it holds {} change records, which this run does not keep", changes.len()),
             });
         }
-        let Some(bytes) = latest.state else { return Ok((ledger, None)) };
-        let state = decode(&bytes).map_err(|reason| LedgerError::Unreadable { path: dir.to_path_buf(), reason })?;
+        let Some(state) = state else { return Ok((ledger, None)) };
         let found = identity(&state);
         if found != expected {
             return Err(LedgerError::OtherRun {
@@ -291,6 +317,43 @@ impl Ledger {
             });
         }
         Ok((ledger, Some(state)))
+    }
+
+    /// [`Ledger::open`] with the state and the changes decoded from JSON as `S` and `C`:
+    /// the one way the commands keep typed values in a ledger.
+    pub fn open_json<S: DeserializeOwned, C: DeserializeOwned>(
+        dir: &Path,
+    ) -> Result<(Ledger, Option<S>, Vec<C>), LedgerError> {
+        let (ledger, latest) = Ledger::open(dir)?;
+        let unreadable = |what| move |source| LedgerError::Unreadable { path: dir.to_path_buf(), what, source };
+        let state = latest.state.map(|b| serde_json::from_slice(&b)).transpose().map_err(unreadable("state"))?;
+        let changes = latest
+            .changes
+            .iter()
+            .map(|b| serde_json::from_slice(b))
+            .collect::<Result<_, _>>()
+            .map_err(unreadable("change"))?;
+        Ok((ledger, state, changes))
+    }
+
+    /// [`Ledger::commit`] of `state` as JSON.
+    pub fn commit_json(&mut self, state: &impl Serialize) -> Result<(), LedgerError> {
+        let bytes = serde_json::to_vec(state).map_err(|source| LedgerError::Encode {
+            path: self.dir.clone(),
+            what: "state",
+            source,
+        })?;
+        self.commit(&bytes)
+    }
+
+    /// [`Ledger::append`] of `change` as JSON.
+    pub fn append_json(&mut self, change: &impl Serialize) -> Result<(), LedgerError> {
+        let bytes = serde_json::to_vec(change).map_err(|source| LedgerError::Encode {
+            path: self.dir.clone(),
+            what: "change",
+            source,
+        })?;
+        self.append(&bytes)
     }
 
     /// Opens (creating if needed) the ledger in `dir` and returns it with the latest
@@ -551,31 +614,33 @@ mod tests {
         Ok(())
     }
 
-    /// A state `RUN:VALUE`, its identity the part before the colon.
-    fn decode(b: &[u8]) -> std::result::Result<(String, String), String> {
-        let text = std::str::from_utf8(b).map_err(|e| e.to_string())?;
-        let (run, value) = text.split_once(':').ok_or("no colon")?;
-        Ok((run.to_string(), value.to_string()))
+    /// A run's state: its identity and a value.
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Run {
+        id: String,
+        value: u32,
     }
 
     #[test]
     fn a_run_reads_its_own_state_and_refuses_another_runs() -> Result {
         let dir = tempfile::tempdir()?;
         {
-            let (mut l, latest) = Ledger::open_run(dir.path(), decode, |s| &s.0, "a")?;
+            let (mut l, latest) = Ledger::open_run::<Run>(dir.path(), |s| &s.id, "a")?;
             assert_eq!(latest, None, "a new ledger has no state");
-            l.commit(b"a:7")?;
+            l.commit_json(&Run { id: "a".into(), value: 7 })?;
         }
-        let (_, latest) = Ledger::open_run(dir.path(), decode, |s| &s.0, "a")?;
-        assert_eq!(latest, Some(("a".to_string(), "7".to_string())));
-        let other = Ledger::open_run(dir.path(), decode, |s| &s.0, "b").err().ok_or("run b was let in")?;
+        let (_, latest) = Ledger::open_run::<Run>(dir.path(), |s| &s.id, "a")?;
+        assert_eq!(latest, Some(Run { id: "a".into(), value: 7 }));
+        let other = Ledger::open_run::<Run>(dir.path(), |s| &s.id, "b").err().ok_or("run b was let in")?;
         assert!(matches!(&other, LedgerError::OtherRun { found, expected, .. } if found == "a" && expected == "b"));
         assert!(other.to_string().contains("belongs to another run (a); this run is b"), "{other}");
-        let refuse = |_: &[u8]| -> std::result::Result<(String, String), String> { Err("bad bytes".into()) };
-        let bad = Ledger::open_run(dir.path(), refuse, |s| &s.0, "a").err().ok_or("undecodable state accepted")?;
-        assert!(bad.to_string().contains("unreadable: bad bytes"), "{bad}");
+        // A state that is not the JSON of the type: an error with serde's reason as source.
+        let bad = Ledger::open_run::<u64>(dir.path(), |_| "a", "a").err().ok_or("undecodable state accepted")?;
+        assert!(matches!(&bad, LedgerError::Unreadable { what: "state", .. }), "{bad}");
+        assert!(std::error::Error::source(&bad).is_some());
         // Refusals change nothing: the run's state is still there.
-        assert_eq!(Ledger::open(dir.path())?.1.state.as_deref(), Some(&b"a:7"[..]));
+        let (_, state, changes) = Ledger::open_json::<Run, Run>(dir.path())?;
+        assert_eq!((state, changes), (Some(Run { id: "a".into(), value: 7 }), vec![]));
         Ok(())
     }
 
@@ -697,8 +762,8 @@ mod tests {
         assert_eq!(latest, Recovered { state: Some(b"s2".to_vec()), changes: vec![] });
         // A run that keeps whole states only refuses a ledger with changes.
         let dir = tempfile::tempdir()?;
-        Ledger::open(dir.path())?.0.append(b"c")?;
-        let e = Ledger::open_run(dir.path(), decode, |s| &s.0, "a").err().ok_or("changes accepted")?;
+        Ledger::open(dir.path())?.0.append(b"7")?;
+        let e = Ledger::open_run::<Run>(dir.path(), |s| &s.id, "a").err().ok_or("changes accepted")?;
         assert!(e.to_string().contains("1 change records"), "{e}");
         Ok(())
     }

@@ -1,4 +1,4 @@
-//! Item 8 of the Reliability issue: the ledger reader on arbitrary bytes (proptest as
+//! The ledger reader on arbitrary bytes (proptest as
 //! the fuzzer, on stable Rust). Whatever the bytes, [`records`] does not panic, its
 //! whole records re-frame to exactly the bytes they came from, and a valid log with
 //! any cut of its end reads as the commits before the cut.
@@ -10,7 +10,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn item8_the_ledger_reader_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+    fn the_ledger_reader_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
         let r = records(&bytes);
         prop_assert!(r.valid_len <= bytes.len());
         let reframed: Vec<u8> = r.payloads.iter().flat_map(|p| record(p)).collect();
@@ -18,7 +18,7 @@ proptest! {
     }
 
     #[test]
-    fn item8_a_log_cut_anywhere_reads_as_the_commits_before_the_cut(
+    fn a_log_cut_anywhere_reads_as_the_commits_before_the_cut(
         states in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..8),
         cut in any::<prop::sample::Index>(),
         flip in any::<prop::sample::Index>(),

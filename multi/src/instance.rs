@@ -44,7 +44,7 @@
 //!   times the tasks it could run alone. When those products are more than 1 / `EPS`
 //!   apart, the smaller user's whole allocation is below the tolerance at which the
 //!   program is solved, and it came back as exactly 0 (found by the property test of
-//!   `multi/tests/item6_ranges.rs`, at sizes 3e15 apart).
+//!   `multi/tests/ranges.rs`, at sizes 3e15 apart).
 //! - **Spreads within one field (capacities and demands 1e6, weights 1e4), and a task at
 //!   most 1e3 times a server.** These bound what the sizes alone do not, and were chosen
 //!   by measurement on random instances at the other bounds: at a weight spread of 1e5 the
@@ -53,14 +53,14 @@
 //!   closed-form and water-filling policies (`drf`, `psdsf-*`, `ddrf`) are exact far
 //!   beyond these bounds.
 //!
-//! What the ranges buy is tested (`multi/tests/item6_ranges.rs`): within them every
+//! What the ranges buy is tested (`multi/tests/ranges.rs`): within them every
 //! policy that returns an allocation gives every user with a positive demand, weight and
 //! task limit a positive one (whole-task placement aside, by design); the lexicographic
 //! programs refuse, with an error, an allocation that leaves a user below half its own
 //! level. What they do not buy: on random instances drawn at the bounds, the LP-based
 //! policies stop with a solver error on about 1 in 3,000, and about 2% of their answers
 //! are off by more than 1e-3 relative from the exact one (measured against DRF's closed
-//! form on one pooled server, 94% agree to 1e-6); on the instances of `item6_ranges.rs`
+//! form on one pooled server, 94% agree to 1e-6); on the instances of `ranges.rs`
 //! (several servers, placement constraints) solver errors are more frequent (12 of
 //! 1,000 instances in one fixed-seed run); with data of a few units they agree to 1e-6.
 

@@ -45,7 +45,7 @@
 //!
 //! Within these ranges no policy answers a user that has a positive demand, weight and
 //! task limit with 0 tasks (whole-task placement aside), which
-//! `multi/tests/item6_ranges.rs` checks on random instances at the bounds.
+//! `multi/tests/ranges.rs` checks on random instances at the bounds.
 //!
 //! This crate owns the multi-resource policies and their instances only. It depends on
 //! no other fairshare crate (the single-resource core `fairshare` does not use it, and

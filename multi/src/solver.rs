@@ -87,7 +87,7 @@ impl Program {
     /// Clarabel measures its residuals against the largest right-hand side and bounds its
     /// own equilibration to factors in `[1e-4, 1e4]`. Unscaled, LP (7) on three servers
     /// of 1e6 units with tasks of 0.02 and 0.0016 units gave one user everything and the
-    /// other 0 (`item6_solver_scaling_does_not_starve_a_user` in `multi/tests/`).
+    /// other 0 (`solver_scaling_does_not_starve_a_user` in `multi/tests/`).
     ///
     /// A point Clarabel reports only almost solved for a linear program is checked
     /// against every row of the program as stated, and not returned if it misses one by

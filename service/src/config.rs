@@ -422,7 +422,7 @@ impl ServeConfig {
             auth,
             tls,
         };
-        config.pool().map_err(|e| err(format!("tenants: {e}")))?;
+        config.pool_config().map_err(|e| err(format!("tenants: {e}")))?;
         Ok(config)
     }
 
@@ -435,7 +435,7 @@ impl ServeConfig {
     }
 
     /// The pool the allocator runs.
-    pub fn pool(&self) -> Result<PoolConfig, fairshare::Error> {
+    pub fn pool_config(&self) -> Result<PoolConfig, fairshare::Error> {
         let credits = Credits::from_int(self.initial_credits).unwrap_or_default();
         let weights: Vec<u64> = self.tenants.iter().map(|t| t.weight).collect();
         let users = self
@@ -484,7 +484,7 @@ weight = 1
         assert_eq!((c.slices, c.slice_bps), (6, 1));
         assert_eq!(c.quantum, Duration::from_millis(100));
         assert_eq!(c.shares(&[1, 1]), [(3, 1), (3, 1)]);
-        assert_eq!(c.pool().expect("pool").users[0].guaranteed, 1);
+        assert_eq!(c.pool_config().expect("pool").users[0].guaranteed, 1);
     }
 
     #[test]

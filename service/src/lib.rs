@@ -91,15 +91,6 @@ pub enum ServiceError {
         #[source]
         source: std::io::Error,
     },
-    /// A state could not be encoded.
-    #[error("encoding {what}: {source}")]
-    Encode {
-        /// What.
-        what: &'static str,
-        /// serde_json's error.
-        #[source]
-        source: serde_json::Error,
-    },
     /// The pool refused a quantum or a change.
     #[error(transparent)]
     Pool(#[from] fairshare::Error),

@@ -78,15 +78,15 @@ pub struct LivePool {
     published: Arc<Published>,
 }
 
-/// The pool's whole state, encoded for the ledger.
-fn encode(
+/// The pool's whole state, as the ledger keeps it.
+fn saved<'a>(
     base: &Base,
     allocator: &Allocator,
-    demand: &[u64],
-    weights: &[u64],
-    tokens: &BTreeMap<String, String>,
-) -> Result<Vec<u8>, ServiceError> {
-    let saved = SavedPool {
+    demand: &'a [u64],
+    weights: &'a [u64],
+    tokens: &'a BTreeMap<String, String>,
+) -> SavedPool<'a> {
+    SavedPool {
         format: saved::FORMAT,
         base: Some(base.clone()),
         pool: None,
@@ -94,15 +94,14 @@ fn encode(
         demand: demand.into(),
         weights: weights.into(),
         tokens: std::borrow::Cow::Borrowed(tokens),
-    };
-    serde_json::to_vec(&saved).map_err(|e| ServiceError::Encode { what: "the pool's state", source: e })
+    }
 }
 
 impl LivePool {
     /// Starts the pool of `config`; with a ledger folder, resumes from its last
     /// committed state and the changes after it.
     pub fn start(config: ServeConfig, start: StartOptions) -> Result<Self, ServiceError> {
-        let mut allocator = Allocator::new(config.pool()?, config.policy)?;
+        let mut allocator = Allocator::new(config.pool_config()?, config.policy)?;
         let mut demand = vec![0; config.tenants.len()];
         let mut weights: Vec<u64> = config.tenants.iter().map(|t| t.weight).collect();
         let mut tokens = BTreeMap::new();
@@ -113,22 +112,17 @@ impl LivePool {
         let ledger = match &start.state {
             None => None,
             Some(dir) => {
-                let (ledger, latest) = Ledger::open(dir)?;
-                match latest.state {
-                    None if !latest.changes.is_empty() => {
-                        return Err(ServiceError::Ledger(LedgerError::Unreadable {
-                            path: dir.clone(),
-                            reason: format!("{} changes and no state they follow", latest.changes.len()),
-                        }))
+                let (ledger, state, changes) = Ledger::open_json::<SavedPool, SavedChange>(dir)?;
+                let inconsistent =
+                    |reason: String| ServiceError::Ledger(LedgerError::Inconsistent { path: dir.clone(), reason });
+                match state {
+                    None if !changes.is_empty() => {
+                        return Err(inconsistent(format!("{} changes and no state they follow", changes.len())))
                     }
                     None => save_now = true,
-                    Some(bytes) => {
-                        let unreadable = |reason: String| {
-                            ServiceError::Ledger(LedgerError::Unreadable { path: dir.clone(), reason })
-                        };
-                        let s: SavedPool = serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+                    Some(s) => {
                         if s.format > saved::FORMAT {
-                            return Err(unreadable(format!(
+                            return Err(inconsistent(format!(
                                 "its format {} is newer than this fairshare's ({})",
                                 s.format,
                                 saved::FORMAT
@@ -160,13 +154,11 @@ impl LivePool {
                         demand = s.demand.into_owned();
                         weights = s.weights.into_owned();
                         tokens = s.tokens.into_owned();
-                        for bytes in latest.changes {
-                            let change: SavedChange =
-                                serde_json::from_slice(&bytes).map_err(|e| unreadable(format!("a change: {e}")))?;
+                        for change in changes {
                             match change {
                                 SavedChange::Demand { tenant, slices } => {
                                     let u = allocator.index_of(&tenant).ok_or_else(|| {
-                                        unreadable(format!("a demand of `{tenant}`, who is not in its state"))
+                                        inconsistent(format!("a demand of `{tenant}`, who is not in its state"))
                                     })?;
                                     demand[u] = slices;
                                 }
@@ -198,9 +190,9 @@ impl LivePool {
         }
         let mut ledger = ledger;
         if let (Some(l), true) = (ledger.as_mut(), save_now) {
-            l.commit(&encode(&base, &allocator, &demand, &weights, &tokens)?)?;
+            l.commit_json(&saved(&base, &allocator, &demand, &weights, &tokens))?;
         }
-        let offload = start.backend.pool_from(allocator, start.device)?;
+        let offload = start.backend.offload_from(allocator, start.device)?;
         let metrics = Metrics::new(offload.label());
         // A device refused at start (it does not fit, or its credits did not read back).
         if offload.fallback().is_some() {
@@ -210,7 +202,7 @@ impl LivePool {
             Enforce::None => None,
             Enforce::Htb { dev } => {
                 // The tree is built from the file's tenants: the ledger must have the same.
-                let names: Vec<&str> = offload.pool().users().iter().map(|u| u.name.as_str()).collect();
+                let names: Vec<&str> = offload.allocator().users().iter().map(|u| u.name.as_str()).collect();
                 let file: Vec<&str> = config.tenants.iter().map(|t| t.name.as_str()).collect();
                 if names != file {
                     return Err(ServiceError::Conflict(format!(
@@ -226,7 +218,7 @@ impl LivePool {
                 Some((htb, counters, Instant::now()))
             }
         };
-        let names = Arc::new(offload.pool().users().iter().map(|u| u.name.clone()).collect::<Vec<_>>());
+        let names = Arc::new(offload.allocator().users().iter().map(|u| u.name.clone()).collect::<Vec<_>>());
         let view = View::new(0, names.clone(), vec![], vec![], None, config.slice_bps);
         let status = Status {
             backend: offload.label().to_string(),
@@ -322,7 +314,7 @@ impl LivePool {
     }
 
     fn index(&self, name: &str) -> Result<usize, ServiceError> {
-        self.offload.pool().index_of(name).ok_or_else(|| ServiceError::UnknownTenant(name.to_string()))
+        self.offload.allocator().index_of(name).ok_or_else(|| ServiceError::UnknownTenant(name.to_string()))
     }
 
     /// The largest demand accepted, in slices.
@@ -345,10 +337,7 @@ impl LivePool {
             )));
         }
         if let Some(ledger) = self.ledger.as_mut() {
-            let change = SavedChange::Demand { tenant: name.to_string(), slices };
-            let bytes =
-                serde_json::to_vec(&change).map_err(|e| ServiceError::Encode { what: "a demand", source: e })?;
-            let committed = ledger.append(&bytes);
+            let committed = ledger.append_json(&SavedChange::Demand { tenant: name.to_string(), slices });
             self.committed("the demand", false, committed)?;
         }
         self.demand[u] = slices;
@@ -441,8 +430,8 @@ impl LivePool {
     /// Commits the pool after a quantum on `demand` (nothing without a ledger).
     fn commit_quantum(&mut self, demand: &[u64]) -> Result<(), ServiceError> {
         let Some(ledger) = self.ledger.as_mut() else { return Ok(()) };
-        let bytes = encode(&self.base, self.offload.pool(), demand, &self.weights, &self.tokens)?;
-        let committed = ledger.commit(&bytes);
+        let committed =
+            ledger.commit_json(&saved(&self.base, self.offload.allocator(), demand, &self.weights, &self.tokens));
         self.committed("the quantum", true, committed)
     }
 
@@ -457,7 +446,7 @@ impl LivePool {
         // Over the time since the counters kept were read: a period, or more after a
         // quantum that was missed or refused.
         let secs = at.elapsed().as_secs_f64().max(self.config.quantum.as_secs_f64() / 2.0);
-        let alloc = self.offload.pool().allocations();
+        let alloc = self.offload.allocator().allocations();
         let demand = last
             .iter()
             .zip(&now)
@@ -473,7 +462,7 @@ impl LivePool {
     /// shown in the status and logged when it starts and ends; the quantum stands.
     fn enforce(&self) {
         let Some((htb, _, _)) = &self.htb else { return };
-        let alloc = self.offload.pool().allocations();
+        let alloc = self.offload.allocator().allocations();
         let rates: Vec<u64> = alloc.iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
         let was = self.published.status.load().enforcement_error.clone();
         match htb.apply(&rates) {
@@ -495,7 +484,7 @@ impl LivePool {
 
     /// Publishes the pool as it is (committed) for readers, and returns it.
     fn publish(&self) -> Arc<View> {
-        let a = self.offload.pool();
+        let a = self.offload.allocator();
         let karma = a.policy() == fairshare::Policy::Karma;
         let view = Arc::new(View::new(
             a.quantum(),
@@ -545,7 +534,7 @@ impl LivePool {
                 self.names.len()
             )));
         }
-        let mut allocator = self.offload.pool().clone();
+        let mut allocator = self.offload.allocator().clone();
         let mut weights = self.weights.clone();
         weights.push(weight);
         // Its share for now (the pool grows); then every share from the weights.
@@ -566,7 +555,7 @@ impl LivePool {
     pub fn leave(&mut self, name: &str) -> Result<Arc<View>, ServiceError> {
         self.no_htb("leave")?;
         let u = self.index(name)?;
-        let mut allocator = self.offload.pool().clone();
+        let mut allocator = self.offload.allocator().clone();
         allocator.leave(name, PoolChange::Resize)?;
         let mut weights = self.weights.clone();
         weights.remove(u);
@@ -599,14 +588,13 @@ impl LivePool {
         tokens: BTreeMap<String, String>,
     ) -> Result<Arc<View>, ServiceError> {
         if let Some(ledger) = self.ledger.as_mut() {
-            let bytes = encode(&self.base, &allocator, &demand, &weights, &tokens)?;
-            let committed = ledger.commit(&bytes);
+            let committed = ledger.commit_json(&saved(&self.base, &allocator, &demand, &weights, &tokens));
             self.committed(what, true, committed)?;
         }
         self.names = Arc::new(allocator.users().iter().map(|u| u.name.clone()).collect());
         // The old device handle is released first: a device serves one host at a time.
         self.offload = Offload::software(allocator.clone());
-        self.offload = match self.backend.pool_from(allocator.clone(), self.options) {
+        self.offload = match self.backend.offload_from(allocator.clone(), self.options) {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("fairshare serve: the device could not be opened again after {what}, on software now: {e}");
@@ -628,7 +616,7 @@ mod tests {
     use super::*;
 
     fn fair_shares(pool: &LivePool) -> Vec<u64> {
-        pool.offload.pool().params().fair_share.clone()
+        pool.offload.allocator().params().fair_share.clone()
     }
 
     fn options() -> StartOptions {
@@ -650,7 +638,7 @@ mod tests {
         // With D of weight 2 the quotas are 2, 2, 2, 4: exact.
         pool.join("D", 2, None).expect("joins");
         assert_eq!(fair_shares(&pool), [2, 2, 2, 4]);
-        assert_eq!(pool.offload.pool().params().capacity, 10);
+        assert_eq!(pool.offload.allocator().params().capacity, 10);
         // B leaves: 1, 1, 2 over 10 are quotas 2.5, 2.5, 5, the extra slice to A.
         pool.leave("B").expect("leaves");
         assert_eq!(fair_shares(&pool), [3, 2, 5]);

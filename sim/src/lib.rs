@@ -57,12 +57,12 @@ pub fn run_reported(
     reported: &Demands,
     mut on_quantum: impl FnMut(usize, &[u64], &Allocator),
 ) -> Result<Summary> {
-    let mut recorder = Recorder::new(pool.pool().users().len(), pool.pool().params().capacity);
+    let mut recorder = Recorder::new(pool.allocator().users().len(), pool.allocator().params().capacity);
     for (q, (d, r)) in demands.iter().zip(reported).enumerate() {
         let start = std::time::Instant::now();
         pool.allocate(r)?;
-        recorder.record_timed(d, pool.pool().allocations(), start.elapsed());
-        on_quantum(q, d, pool.pool());
+        recorder.record_timed(d, pool.allocator().allocations(), start.elapsed());
+        on_quantum(q, d, pool.allocator());
     }
     // The verifier's last word: the fallback, if any, is final.
     pool.settle();

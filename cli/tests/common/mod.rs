@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -14,6 +14,42 @@ use serde_json::Value;
 /// The binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_fairshare")
+}
+
+/// `fairshare ARGS`, run to its end.
+pub fn fairshare(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().unwrap()
+}
+
+/// Bytes as text (lossy).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes `content` to `dir/name`; returns the path.
+pub fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+/// A running `fairshare device-sim`, killed when dropped.
+pub struct DeviceSim(pub Child);
+
+impl Drop for DeviceSim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `fairshare device-sim --shm SHM EXTRA...` and waits for its `ready`.
+pub fn device_sim(shm: &Path, extra: &[&str]) -> DeviceSim {
+    let mut args = vec!["device-sim", "--shm", shm.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let (child, line) = spawn_until_first_line(&args, None);
+    assert_eq!(line.trim(), "ready", "device-sim did not start");
+    DeviceSim(child)
 }
 
 /// Where a server listens.

@@ -206,7 +206,7 @@ impl Offload {
     }
 
     /// Waits until the verifier has checked every quantum the device answered, and
-    /// falls back if one was wrong: afterwards [`Offload::pool`] holds verified credits
+    /// falls back if one was wrong: afterwards [`Offload::allocator`] holds verified credits
     /// and [`Offload::fallback`] is final. Free with `sync` and `invariants`.
     pub fn settle(&mut self) {
         self.queue_pending();
@@ -491,7 +491,7 @@ impl Offload {
     /// the device through its registers), after the verifier has caught up
     /// ([`Offload::settle`]). A difference or a fault drops the device. Returns the
     /// pool's balances, the good ones either way.
-    pub fn checkpoint(&mut self) -> &[Credits] {
+    pub fn check_device_credits(&mut self) -> &[Credits] {
         self.settle();
         if let Some(dev) = self.device.as_mut() {
             let n = self.pool.users().len();
@@ -512,7 +512,7 @@ impl Offload {
     /// The pool (allocations, credits, configuration). With `async` or `sample:K` its
     /// credits may be ahead of verification by up to [`VERIFIER_DEPTH`] quanta; call
     /// [`Offload::settle`] first for verified ones.
-    pub fn pool(&self) -> &Allocator {
+    pub fn allocator(&self) -> &Allocator {
         &self.pool
     }
 
@@ -718,17 +718,17 @@ mod tests {
             let want = reference.allocate(d).unwrap().to_vec();
             if (q as u64) + 1 < fault.at() {
                 assert_eq!(got, want, "{verify}: allocations equal the software's before the fault");
-                assert_eq!(o.pool().credits(), reference.credits(), "{verify}: credits before the fault");
+                assert_eq!(o.allocator().credits(), reference.credits(), "{verify}: credits before the fault");
             }
         }
         o.settle();
         if o.fallback().is_some() || matches!(fault, Fault::None) {
             assert_eq!(
-                o.pool().credits(),
+                o.allocator().credits(),
                 reference.credits(),
                 "{verify}: credits after a fallback are the software's"
             );
-            assert_eq!(o.pool().quantum(), 30);
+            assert_eq!(o.allocator().quantum(), 30);
         }
         o
     }
@@ -785,18 +785,18 @@ mod tests {
                         let other: Vec<u64> = d.iter().map(|x| 10 - x).collect();
                         o.allocate(&other).unwrap();
                         o.roll_back(at).unwrap();
-                        assert_eq!(o.pool().credits(), reference.credits(), "{verify}: rolled back");
+                        assert_eq!(o.allocator().credits(), reference.credits(), "{verify}: rolled back");
                     }
                     let got = o.allocate(d).unwrap().to_vec();
                     assert_eq!(got, reference.allocate(d).unwrap(), "{policy:?} {verify} {apart:?}: quantum {q}");
-                    assert_eq!(o.pool().quantum(), reference.quantum());
+                    assert_eq!(o.allocator().quantum(), reference.quantum());
                 }
                 o.settle();
                 assert!(o.on_device() && o.fallback().is_none(), "{verify}: {:?}", o.fallback());
-                assert_eq!(o.pool().credits(), reference.credits(), "{verify}");
+                assert_eq!(o.allocator().credits(), reference.credits(), "{verify}");
                 // A savepoint of the pool before its users changed (same count, new
                 // shares) is refused, and so is one of another shape; nothing changes.
-                let mut reshared = o.pool().clone();
+                let mut reshared = o.allocator().clone();
                 let stale = reshared.savepoint();
                 reshared.set_shares(&[(4, 1); 5]).unwrap();
                 assert!(reshared.roll_back(stale).is_err());
@@ -808,7 +808,7 @@ mod tests {
                     )
                     .unwrap();
                 assert!(o.roll_back(bigger.savepoint()).is_err());
-                assert_eq!(o.pool().credits(), reference.credits());
+                assert_eq!(o.allocator().credits(), reference.credits());
             }
         }
     }
@@ -863,8 +863,8 @@ mod tests {
                     let fb = o.fallback().unwrap();
                     assert_eq!(fb.quantum, at - 1, "{verify}: {fb}");
                     assert!(fb.error.to_string().contains("differs from the software's"), "{verify}: {fb}");
-                    assert_eq!(o.pool().credits(), reference.credits(), "{verify}: the software's credits");
-                    assert_eq!(o.pool().quantum(), 30);
+                    assert_eq!(o.allocator().credits(), reference.credits(), "{verify}: the software's credits");
+                    assert_eq!(o.allocator().quantum(), 30);
                     // Found at once in sync, before the result is used; otherwise by the
                     // verifier, after the device's result for it and maybe later ones were.
                     if verify == Verify::Sync {
@@ -896,7 +896,7 @@ mod tests {
         let at = swapped.lock().unwrap().unwrap();
         assert_eq!(fb.quantum, at - 1);
         assert!(fb.to_string().contains("dropped after"), "{fb}");
-        assert_eq!(o.pool().credits(), reference.credits());
+        assert_eq!(o.allocator().credits(), reference.credits());
         // Every later quantum is the software's.
         let mut reference_after = reference.clone();
         for d in demands() {
@@ -930,8 +930,8 @@ mod tests {
             let mut o = Offload::new(pool(Policy::Karma), Box::new(fake(Policy::Karma, Fault::None)), verify);
             assert!(o.allocate(&[1, 2]).is_err());
             assert!(o.on_device());
-            assert_eq!(o.pool().quantum(), 0);
-            assert_eq!(o.checkpoint(), pool(Policy::Karma).credits());
+            assert_eq!(o.allocator().quantum(), 0);
+            assert_eq!(o.check_device_credits(), pool(Policy::Karma).credits());
             assert!(o.on_device());
         }
     }

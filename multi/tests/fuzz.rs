@@ -1,4 +1,4 @@
-//! Reliability item 8: the instance reader is fed arbitrary bytes, arbitrary strings and
+//! The instance reader is fed arbitrary bytes, arbitrary strings and
 //! mutations of a valid instance (characters deleted or duplicated, huge and odd numbers,
 //! nested values spliced in). It never panics: every input either parses into a valid
 //! instance or is refused with a `MultiError`. Instances that parse also go through the
@@ -144,14 +144,14 @@ fn exercise(text: &str) -> Result<Instance, MultiError> {
 }
 
 #[test]
-fn item8_the_valid_instance_is_valid() {
+fn the_valid_instance_is_valid() {
     // Otherwise the mutations below would start from an error.
     let inst = exercise(VALID).expect("valid");
     assert_eq!(inst.n_users(), 3);
 }
 
 #[test]
-fn item8_deeply_nested_json_is_an_error_not_a_stack_overflow() {
+fn deeply_nested_json_is_an_error_not_a_stack_overflow() {
     for depth in [200, 10_000, 100_000] {
         let text = format!(r#"{{"resources": {}{}}}"#, "[".repeat(depth), "]".repeat(depth));
         assert!(matches!(exercise(&text), Err(MultiError::Parse { .. })), "depth {depth}");
@@ -162,7 +162,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn item8_instance_parser_never_panics(
+    fn instance_parser_never_panics(
         bytes in prop::collection::vec(any::<u8>(), 0..512),
         text in "\\PC{0,256}",
         jsonish in "[\\[\\]{}\",:0-9eE.+\\- a-z]{0,256}",

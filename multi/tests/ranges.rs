@@ -1,4 +1,4 @@
-//! Reliability item 6, "silent nonsense from huge numbers": every number of an instance
+//! No silent nonsense from huge numbers: every number of an instance
 //! has a documented range (`fairshare_multi::instance`, module doc), a number outside it
 //! is refused with an error naming the user or server, the field and the value, and
 //! within the ranges no policy silently answers a user with 0 tasks.
@@ -29,7 +29,7 @@ fn refused(json: &str) -> String {
 }
 
 #[test]
-fn item6_huge_weights_are_refused_with_the_field_and_value() {
+fn huge_weights_are_refused_with_the_field_and_value() {
     // Accepted before: drf and psdsf then gave bob 4e-307 tasks (0 as printed), exit 0.
     let message = refused(&two_users("4, 4", r#""demand": [1, 1], "weight": 1e307"#));
     assert_eq!(message, r#"user "ann": weight 1e307 is outside [1e-6, 1e6]"#);
@@ -38,7 +38,7 @@ fn item6_huge_weights_are_refused_with_the_field_and_value() {
 }
 
 #[test]
-fn item6_huge_demands_are_refused_with_the_field_and_value() {
+fn huge_demands_are_refused_with_the_field_and_value() {
     let message = refused(&two_users("4, 4", r#""demand": [1e300, 1]"#));
     assert_eq!(message, r#"user "ann": demand[cpu] 1e300 is outside [1e-6, 1e9] (or 0)"#);
     let message = refused(&two_users("4, 4", r#""demand": [1, 1e-7]"#));
@@ -46,7 +46,7 @@ fn item6_huge_demands_are_refused_with_the_field_and_value() {
 }
 
 #[test]
-fn item6_tiny_capacities_are_refused_with_the_field_and_value() {
+fn tiny_capacities_are_refused_with_the_field_and_value() {
     let message = refused(&two_users("1e-300, 4", r#""demand": [1, 1]"#));
     assert_eq!(message, r#"server "s1": capacity[cpu] 1e-300 is outside [1e-6, 1e9] (or 0)"#);
     let message = refused(&two_users("4, 2e9", r#""demand": [1, 1]"#));
@@ -54,7 +54,7 @@ fn item6_tiny_capacities_are_refused_with_the_field_and_value() {
 }
 
 #[test]
-fn item6_task_limits_and_entitlements_are_refused_outside_their_ranges() {
+fn task_limits_and_entitlements_are_refused_outside_their_ranges() {
     let message = refused(&two_users("4, 4", r#""demand": [1, 1], "max_tasks": 1e16"#));
     assert_eq!(message, r#"user "ann": max_tasks 1e16 is outside [1e-6, 1e15] (or 0)"#);
     let message = refused(&two_users("4, 4", r#""demand": [1, 1], "entitlement": 1e-8"#));
@@ -65,7 +65,7 @@ fn item6_task_limits_and_entitlements_are_refused_outside_their_ranges() {
 }
 
 #[test]
-fn item6_non_finite_and_negative_numbers_are_refused_with_the_field() {
+fn non_finite_and_negative_numbers_are_refused_with_the_field() {
     // JSON cannot write NaN or infinity, and a literal beyond f64 is a parse error.
     for json in [two_users("4, 4", r#""demand": [1, NaN]"#), two_users("1e400, 4", r#""demand": [1, 1]"#)] {
         assert!(matches!(Instance::from_json(&json), Err(MultiError::Parse { .. })), "{json}");
@@ -88,7 +88,7 @@ fn item6_non_finite_and_negative_numbers_are_refused_with_the_field() {
 }
 
 #[test]
-fn item6_ratios_beyond_the_tolerance_are_refused_naming_both_ends() {
+fn ratios_beyond_the_tolerance_are_refused_naming_both_ends() {
     // Each weight is in range, but they are 1e5 apart.
     let json =
         two_users("4, 4", r#""demand": [1, 1], "weight": 1e-3"#).replace(r#"[1, 1]}]"#, r#"[1, 1], "weight": 100}]"#);
@@ -143,7 +143,7 @@ fn item6_ratios_beyond_the_tolerance_are_refused_naming_both_ends() {
 }
 
 #[test]
-fn item6_the_bounds_themselves_are_accepted_and_every_policy_answers() {
+fn the_bounds_themselves_are_accepted_and_every_policy_answers() {
     // On the bounds: 1e9 tasks per server (the CLI's "tiny tasks" case), capacities and
     // demands 1e6 apart, a task of 1e3 times a server, weights 1e4 apart, a task limit
     // of 1e15.
@@ -171,7 +171,7 @@ fn item6_the_bounds_themselves_are_accepted_and_every_policy_answers() {
 /// dominant share is 1/2 of the pool. Before the solver rescaled its programs, Clarabel
 /// ("almost solved") gave the first user 0 tasks and the second all 3e6 units.
 #[test]
-fn item6_solver_scaling_does_not_starve_a_user() {
+fn solver_scaling_does_not_starve_a_user() {
     let (a, b) = (0.019260039732887743, 0.0015705118830705985);
     let inst = Builder::new(&[&[1e6], &[1e6], &[1e6]], &[&[a], &[b]]).build().expect("valid");
     let (_, alloc) = drfh_lp(&inst).expect("solves");
@@ -189,7 +189,7 @@ fn item6_solver_scaling_does_not_starve_a_user() {
 /// solver returned 2.5e-4 tasks for the first user, 60 times what the server holds.
 /// Such tasks (over 1e3 times the server) are now refused, naming the largest.
 #[test]
-fn item6_a_task_far_larger_than_a_server_is_refused() {
+fn a_task_far_larger_than_a_server_is_refused() {
     let b = Builder::new(&[&[0.0017090038401493476, 1000.0]], &[&[402.26876583977906, 0.001], &[1000.0, 0.0076]])
         .weights(&[1000.0, 0.2]);
     match b.build() {
@@ -208,7 +208,7 @@ fn item6_a_task_far_larger_than_a_server_is_refused() {
 /// for a point that gave it 0. A point that misses a constraint is now refused: such a
 /// policy answers with every user positive, or with an error, never with a silent 0.
 #[test]
-fn item6_a_user_below_the_solver_tolerance_gets_an_error_not_a_zero() {
+fn a_user_below_the_solver_tolerance_gets_an_error_not_a_zero() {
     let json = r#"{"resources": ["r1", "r2"],
         "servers": [{"name": "s1", "capacity": [0, 1e-6]}, {"name": "s2", "capacity": [1e9, 0]},
                     {"name": "s3", "capacity": [1577.9903406844348, 0.005260815083754459]}],
@@ -316,7 +316,7 @@ fn instances() -> impl Strategy<Value = Instance> {
 /// and still fails if the solves start failing wholesale. Run with 5,000 cases 40 times
 /// while choosing the bounds without a failure.
 #[test]
-fn item6_within_the_ranges_no_policy_starves_a_user() {
+fn within_the_ranges_no_policy_starves_a_user() {
     let config = ProptestConfig { cases: 300, ..ProptestConfig::default() };
     let (instances_run, failed, answers) = (Cell::new(0u32), Cell::new(Vec::new()), Cell::new(0u32));
     let mut runner = TestRunner::new(config);
