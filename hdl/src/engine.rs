@@ -160,9 +160,8 @@ pub struct Engine<const P: usize, const A: usize> {
     free_hi: DFF<Bits<16>>,
     /// Each multiplier's operands once more and its product, registers that drive
     /// nothing but the multiplier and are driven by nothing but it, so that the placer
-    /// can put them beside it (62961c3: a multiplier's operand register to its product
-    /// register was 4.45 ns of logic, 3.93 of it the multiplier, and 3.7 to 3.85 ns of
-    /// routing at seeds 2 and 3).
+    /// can put them beside it: a multiplier's own delay is most of a cycle, so the wire
+    /// to it must be short (the measurements: docs/engine.md, "Clock on an ECP5-85F").
     mul_n: [DFF<Bits<16>>; 4],
     mul_f: [DFF<Bits<16>>; 4],
     product: [DFF<Bits<32>>; 4],

@@ -12,8 +12,8 @@ use rust_hdl::prelude::*;
 pub const LEVELS: usize = 5;
 /// Cycles from `at_a`/`at_b` to `grant`: the level-0 register, the network's levels,
 /// one cycle for the engine's update of `rest`, one for the comparison, one to carry
-/// the grant to its lane (the network sits apart from the lanes: from the comparison
-/// straight to the lane was 4.6 ns of routing at ae3ee5f).
+/// the grant to its lane (the network sits apart from the lanes, too far for the
+/// comparison's result to reach a lane in the same cycle: docs/engine.md).
 pub const LATENCY: usize = LEVELS + 4;
 
 /// One lane's position in the prefix network, for both thresholds (A: Karma's

@@ -238,8 +238,8 @@ pub struct EngineLane<const A: usize> {
     ns5: DFF<Bits<32>>,
     nr5: DFF<Bits<32>>,
     /// `ns5` and `nr5` again, a copy for the key ranges of A (0) and of B (1): with one
-    /// register the two ranges' end adders were merged into one between them (a2a0d26,
-    /// about 15 endpoints after 8 ns).
+    /// register the synthesis merges the two ranges' end adders into one placed between
+    /// them, too far from both (docs/engine.md).
     key_start5: [DFF<Bits<32>>; 2],
     key_run5: [DFF<Bits<32>>; 2],
     nb5: DFF<Bits<32>>,

@@ -12,8 +12,7 @@
 //! Both register what they are given (`x` with `add` or `take`) and act on it a cycle
 //! later ([`LATENCY`]), so that the carry chain of a sum or a comparison starts at a
 //! flip-flop beside the accumulator, not at the far end of a wire from the unit that
-//! computed `x` (a1295d9, seed 2: a count unit's count into a lane's sum was 6.2 ns of
-//! routing). A `shift` acts at once and must not come in the cycle of an `add` or
+//! computed `x` (that wire alone took most of a cycle: docs/engine.md). A `shift` acts at once and must not come in the cycle of an `add` or
 //! `take`, nor in the cycle after one: the engine's sequencer waits [`LATENCY`] cycles
 //! more after the last row of a pass, and reduces for [`LATENCY`] cycles more.
 

@@ -29,8 +29,8 @@ pub struct SearchUnit {
     pub total: Signal<In, Bits<32>>,
     /// Start: the interval `[first, beyond)` of the keys that exist, or (one cycle
     /// later, from registered comparisons) no search when the target is 0 or all.
-    /// Registered first, beside the interval (the sequencer that sends it sits apart;
-    /// f2ecaf4's critical path at seed 1 was this wire, 6.9 ns). `target` is loaded at
+    /// Registered first, beside the interval (the sequencer that sends it sits apart, and
+    /// the wire from it was once the critical path: docs/engine.md). `target` is loaded at
     /// least one cycle before, `first`, `beyond` and `total` are held.
     pub init: Signal<In, Bit>,
     /// The lowest key (no key lies below it).

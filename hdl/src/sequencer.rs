@@ -5,7 +5,7 @@
 //! The state is one-hot, a flip-flop per phase (Idle is none of them set), so that
 //! each next-state bit is a LUT or two from flip-flops; with the state encoded in five
 //! bits the next-state logic was five LUT levels, which the placer spread across the
-//! die (85fa696's critical path, docs/engine.md). The engine reads copies of the state
+//! die (docs/engine.md). The engine reads copies of the state
 //! bits made from the same next-state signals (`at_*`), so that the state itself stays
 //! beside its logic. The test below steps it against the FSM written the obvious way,
 //! an encoded state and one `match`.
@@ -161,8 +161,8 @@ pub struct Sequencer<const A: usize> {
     /// Registered decodes for the engine's registers that change once per phase: the
     /// sums are taken (Plan1), the supply (Plan2) and the borrowed total (Plan3) are
     /// computed, FINAL's rests are loaded (FinalStart), results begin (EmitStart).
-    /// Decoded from the state in the engine, one LUT served registers on both sides of
-    /// the die (80a0eba + lane copies: state to `rest_b` through 8.6 ns of routing).
+    /// Decoded from the state in the engine, one LUT would serve registers on both sides
+    /// of the die, a wire longer than a cycle allows.
     pub at_plan1: Signal<Out, Bit>,
     /// See `at_plan1`.
     pub at_plan2: Signal<Out, Bit>,
@@ -174,7 +174,7 @@ pub struct Sequencer<const A: usize> {
     pub at_emit_start: Signal<Out, Bit>,
     /// The state, one-hot: one flip-flop per phase but Idle (`is_active` clear), so
     /// that each next-state bit is a LUT or two from flip-flops (a 5-bit encoded state
-    /// took five LUT levels, spread across the die: 85fa696's critical path). These
+    /// takes five LUT levels, which the placer spreads across the die). These
     /// drive only the next-state logic and the status beside them; the engine reads
     /// the copies below (`*_r`), which `hdl/synth.sh` keeps from being merged with
     /// them.
