@@ -162,12 +162,12 @@ ecp5_shape() {
   # The engine's sequencer (its FSM) stays a block of its own: flattened, its
   # next-state logic shared LUTs with the datapath it steers, placed far from it
   # (docs/engine.md, "Clock on an ECP5-85F"). Keeping the lanes too (`*$lanes$?`) was
-  # slower at 9d94629 (88.74 against 104.41 MHz at speed grade 6, seed 1).
+  # measured slower (docs/engine.md).
   local blocks="*\$sequencer"
   # Each lane registers the engine's settings, probes and row controls for itself, so
   # that no engine register drives all the lanes; Yosys would merge those identical
-  # copies back into one (80a0eba: lane 5's mode register fed lane 7 through 4.2 ns of
-  # routing), so they carry `keep`.
+  # copies back into one (a register
+  # driving far lanes through most of a cycle of routing), so they carry `keep`.
   local copies="" reg
   for reg in busy_l mode_l phase_l shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid 'borrower2$?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
@@ -176,8 +176,7 @@ ecp5_shape() {
   # (hdl/src/reduce.rs), and each count unit its `run` beside its clamp; the sums and
   # key ranges of A and B are given the same operand (from copies, `nfs6_?`, `end6_?`),
   # the count units the same run, and one merged register would drive them all from
-  # between them (f2ecaf4, seed 2: lane 0's run end into both key ranges' comparisons,
-  # 5.9 ns of routing).
+  # between them, too far from each.
   # `ns5` and `nr5` too: Yosys merges an unkept register into a kept one with the same
   # input, which would make one key range's copy of the run drive the banks as well.
   for reg in 'sum_?$?$xr' 'nfirst_?$xr' 'end_?$xr' 'count$?$run_r' 'nfs6_?' 'end6_?' \
@@ -190,7 +189,7 @@ ecp5_shape() {
   copies="$copies *\$sequencer\$is_*/t:\$dff *\$sequencer\$*_r/t:\$dff"
   # The engine's multipliers sit apart in the DSP rows; each has its copy of `n`, and
   # its other operand is kept from merging with a lane's copy of the same setting
-  # (a2a0d26, seed 1: lane 7's fair share register fed `cap_lo`'s multiplier).
+  # (which would feed the multiplier from that lane, far away).
   copies="$copies *\$n16\$?/t:\$dff *\$fair_lo/t:\$dff *\$fair_hi/t:\$dff *\$free_lo/t:\$dff *\$free_hi/t:\$dff"
   # No row of a bank is read in the cycle the other port writes it, where the read
   # matters (the Verilator co-simulation checks this: hdl/tests/verilator.rs makes
