@@ -62,10 +62,11 @@ struct RawDemand {
 struct RawEnforce {
     kind: String,
     dev: Option<String>,
+    max_packet: Option<u32>,
 }
 
 /// What selects a tenant's traffic (for enforcement).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Match {
     /// Destination port.
@@ -150,6 +151,27 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// Whether `m` selects traffic the enforcer can classify: exactly one of a destination
+/// port, a source address (IPv4) and a firewall mark, and a protocol (`tcp` or `udp`)
+/// only with the first two. The error names the field after `match`.
+pub fn check_match(m: &Match) -> Result<(), String> {
+    let given = usize::from(m.dport.is_some()) + usize::from(m.src.is_some()) + usize::from(m.fwmark.is_some());
+    if given != 1 {
+        return Err(": give exactly one of dport, src and fwmark".into());
+    }
+    if let Some(p) = &m.protocol {
+        if m.fwmark.is_some() || !["tcp", "udp"].contains(&p.as_str()) {
+            return Err(format!(".protocol: `{p}` (use tcp or udp, with dport or src)"));
+        }
+    }
+    if let Some(src) = &m.src {
+        if src.parse::<std::net::Ipv4Addr>().is_err() {
+            return Err(format!(".src: `{src}` is not an IPv4 address"));
+        }
+    }
+    Ok(())
+}
+
 /// Access control: the files holding the tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Auth {
@@ -180,10 +202,13 @@ pub enum DemandSource {
 pub enum Enforce {
     /// Not at all: the allocation is published (API, metrics) only.
     None,
-    /// An HTB tree on this network device (crate::htb).
+    /// An HTB tree on this network device ([`crate::enforce`]).
     Htb {
         /// The device.
         dev: String,
+        /// The largest packet HTB is charged for (the device's GSO size is capped at it
+        /// while the service runs), bytes.
+        max_packet: u32,
     },
 }
 
@@ -337,8 +362,8 @@ impl ServeConfig {
         };
         let enforce = match raw.enforce.kind.as_str() {
             "none" => {
-                if raw.enforce.dev.is_some() {
-                    return Err(err("enforce.dev: only with kind = \"htb\"".into()));
+                if raw.enforce.dev.is_some() || raw.enforce.max_packet.is_some() {
+                    return Err(err("enforce.dev, enforce.max_packet: only with kind = \"htb\"".into()));
                 }
                 Enforce::None
             }
@@ -348,7 +373,11 @@ impl ServeConfig {
                         && dev.len() < 16
                         && dev.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
                 {
-                    Enforce::Htb { dev }
+                    let max_packet = raw.enforce.max_packet.unwrap_or(crate::enforce::DEFAULT_MAX_PACKET);
+                    if !(1514..=65536).contains(&max_packet) {
+                        return Err(err(format!("enforce.max_packet: {max_packet} bytes is outside 1514 to 65536")));
+                    }
+                    Enforce::Htb { dev, max_packet }
                 }
                 Some(dev) => return Err(err(format!("enforce.dev: `{dev}` is not a network device name"))),
                 None => return Err(err("enforce.dev: missing (the device whose egress is shaped)".into())),
@@ -388,23 +417,7 @@ impl ServeConfig {
                 let Some(m) = &t.selector else {
                     return Err(err(format!("tenants[{i}].match: missing; enforce = htb needs one per tenant")));
                 };
-                let given =
-                    usize::from(m.dport.is_some()) + usize::from(m.src.is_some()) + usize::from(m.fwmark.is_some());
-                if given != 1 {
-                    return Err(err(format!("tenants[{i}].match: give exactly one of dport, src and fwmark")));
-                }
-                if let Some(p) = &m.protocol {
-                    if m.fwmark.is_some() || !["tcp", "udp"].contains(&p.as_str()) {
-                        return Err(err(format!(
-                            "tenants[{i}].match.protocol: `{p}` (use tcp or udp, with dport or src)"
-                        )));
-                    }
-                }
-                if let Some(src) = &m.src {
-                    if src.parse::<std::net::Ipv4Addr>().is_err() {
-                        return Err(err(format!("tenants[{i}].match.src: `{src}` is not an IPv4 address")));
-                    }
-                }
+                check_match(m).map_err(|m| err(format!("tenants[{i}].match{m}")))?;
             }
             tenants.push(Tenant { name: t.name, weight: t.weight, selector: t.selector, token_file });
         }

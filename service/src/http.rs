@@ -190,7 +190,7 @@ async fn quantum(State(s): State<AppState>, headers: HeaderMap) -> Result<Respon
 async fn join(State(s): State<AppState>, headers: HeaderMap, request: Request) -> Result<Response, ServiceError> {
     allow(&s, &headers, Action::Admin("POST /v1/tenants"))?;
     let map = object(&body(request.into_body()).await?)?;
-    only(&map, &["name", "weight", "token_sha256"])?;
+    only(&map, &["name", "weight", "token_sha256", "match"])?;
     let name = match map.get("name") {
         Some(Value::String(n)) => n.clone(),
         Some(v) => return Err(ServiceError::BadRequest(format!("name: {v} is not a string"))),
@@ -207,6 +207,13 @@ async fn join(State(s): State<AppState>, headers: HeaderMap, request: Request) -
     if token.is_some() && !s.keys.load().enabled() {
         return Err(ServiceError::BadRequest("token_sha256: the pool has no [auth]".into()));
     }
+    let selector = match map.get("match") {
+        None => None,
+        Some(v) => Some(
+            serde_json::from_value::<crate::config::Match>(v.clone())
+                .map_err(|e| ServiceError::BadRequest(format!("match: {e}")))?,
+        ),
+    };
     let app = Arc::clone(&s);
     let view = change(&s, move |p| {
         // The keys change only under the pool's lock: what is checked here still holds
@@ -217,7 +224,7 @@ async fn join(State(s): State<AppState>, headers: HeaderMap, request: Request) -
                 return Err(ServiceError::BadRequest("token_sha256: that token is already a caller's".into()));
             }
         }
-        let view = p.join(&name, weight, token)?;
+        let view = p.join(&name, weight, token, selector)?;
         if let Some(d) = token {
             keys.insert(&name, d).map_err(|m| ServiceError::BadRequest(format!("token_sha256: {m}")))?;
             app.keys.store(Arc::new(keys));

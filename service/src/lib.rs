@@ -13,14 +13,14 @@
 //! do what), [`pool`] (the live pool, transactional), [`saved`] (what the ledger keeps
 //! of it), [`publish`] (the immutable values readers load), [`metrics`] (counters and
 //! their exposition), [`clock`] (the wall clock's thread), [`config`] (the TOML file),
-//! [`tls`], [`htb`] (enforcement as Linux HTB class rates, and demands measured from
+//! [`tls`], [`enforce`] (enforcement as Linux HTB class rates over rtnetlink, and demands measured from
 //! the classes' counters). It depends on the core library, the backends and the
 //! ledger; never on the CLI.
 
 pub mod auth;
 pub mod clock;
 pub mod config;
-pub mod htb;
+pub mod enforce;
 pub mod http;
 pub mod metrics;
 pub mod pool;
@@ -102,7 +102,7 @@ pub enum ServiceError {
     Ledger(#[from] fairshare_ledger::LedgerError),
     /// Enforcement (the HTB tree) failed.
     #[error(transparent)]
-    Enforce(#[from] htb::EnforceError),
+    Enforce(#[from] enforce::EnforceError),
     /// What the service runs on could not be started (its runtime, a thread, a signal
     /// handler).
     #[error("{what}: {source}")]

@@ -23,8 +23,8 @@ use fairshare_backends::{Backend, DeviceOptions};
 use fairshare_ledger::{Ledger, LedgerError};
 
 use crate::auth::{self, Digest};
-use crate::config::{check_name, DemandSource, Enforce, ServeConfig};
-use crate::htb::{Counters, Estimator, Htb};
+use crate::config::{check_match, check_name, DemandSource, Enforce, Match, ServeConfig, Tenant};
+use crate::enforce::{Counters, Estimator, Htb};
 use crate::metrics::{Metrics, Phase};
 use crate::publish::{Published, Status, View};
 use crate::saved::{self, Base, SavedChange, SavedPool};
@@ -58,6 +58,20 @@ pub struct StartOptions {
     pub accept_config_changes: bool,
 }
 
+/// The pool's tenants as the enforcer takes them: each with its weight and match.
+fn enforced(names: &[String], matches: &BTreeMap<String, Match>, weights: &[u64]) -> Result<Vec<Tenant>, ServiceError> {
+    names
+        .iter()
+        .zip(weights)
+        .map(|(n, &weight)| match matches.get(n) {
+            Some(m) => Ok(Tenant { name: n.clone(), weight, selector: Some(m.clone()), token_file: None }),
+            None => Err(ServiceError::Conflict(format!(
+                "tenant `{n}` has no match; enforce = htb needs one per tenant (in the file, or given when it joined)"
+            ))),
+        })
+        .collect()
+}
+
 /// The live pool.
 pub struct LivePool {
     config: ServeConfig,
@@ -65,10 +79,8 @@ pub struct LivePool {
     options: DeviceOptions,
     offload: Offload,
     names: Arc<Vec<String>>,
-    demand: Vec<u64>,
-    weights: Vec<u64>,
-    /// Token digests (hexadecimal) of the tenants who joined with one.
-    tokens: BTreeMap<String, String>,
+    /// Demands, weights, joined tenants' tokens, every tenant's match.
+    members: Members,
     ledger: Option<Ledger>,
     base: Base,
     /// The HTB tree it enforces with, and the classes' counters at the last committed
@@ -78,109 +90,139 @@ pub struct LivePool {
     published: Arc<Published>,
 }
 
+/// What a pool is made of, apart from its allocator: the parts the ledger keeps with it.
+#[derive(Debug, Clone, Default)]
+struct Members {
+    demand: Vec<u64>,
+    weights: Vec<u64>,
+    tokens: BTreeMap<String, String>,
+    matches: BTreeMap<String, Match>,
+}
+
 /// The pool's whole state, as the ledger keeps it.
-fn saved<'a>(
-    base: &Base,
-    allocator: &Allocator,
-    demand: &'a [u64],
-    weights: &'a [u64],
-    tokens: &'a BTreeMap<String, String>,
-) -> SavedPool<'a> {
+fn saved<'a>(base: &Base, allocator: &Allocator, m: &'a Members) -> SavedPool<'a> {
     SavedPool {
         format: saved::FORMAT,
         base: Some(base.clone()),
         pool: None,
         allocator: allocator.export_state(),
-        demand: demand.into(),
-        weights: weights.into(),
-        tokens: std::borrow::Cow::Borrowed(tokens),
+        demand: (&m.demand[..]).into(),
+        weights: (&m.weights[..]).into(),
+        tokens: std::borrow::Cow::Borrowed(&m.tokens),
+        matches: std::borrow::Cow::Borrowed(&m.matches),
     }
+}
+
+/// What a ledger held: the allocator, its members and the configuration it followed.
+struct Resumed {
+    allocator: Allocator,
+    members: Members,
+    base: Base,
+}
+
+/// Reads the pool of the ledger in `dir` (its last state and the demands after it).
+fn resume(dir: &std::path::Path, config: &ServeConfig) -> Result<(Ledger, Option<Resumed>), ServiceError> {
+    let (ledger, state, changes) = Ledger::open_json::<SavedPool, SavedChange>(dir)?;
+    let inconsistent =
+        |reason: String| ServiceError::Ledger(LedgerError::Inconsistent { path: dir.to_path_buf(), reason });
+    let Some(s) = state else {
+        if !changes.is_empty() {
+            return Err(inconsistent(format!("{} changes and no state they follow", changes.len())));
+        }
+        return Ok((ledger, None));
+    };
+    if s.format > saved::FORMAT {
+        return Err(inconsistent(format!(
+            "its format {} is newer than this fairshare's ({})",
+            s.format,
+            saved::FORMAT
+        )));
+    }
+    let base = match (s.base, s.pool) {
+        (Some(b), _) => b,
+        // A ledger of format 1 knew its slices and policy (its identity) and its tenants;
+        // alpha and the initial credits are the file's.
+        (None, Some(id)) if id == saved::format1_identity(config) => Base {
+            tenants: s.allocator.users.iter().map(|u| u.name.clone()).zip(s.weights.iter().copied()).collect(),
+            ..Base::of(config)
+        },
+        (None, found) => {
+            return Err(ServiceError::Ledger(LedgerError::OtherRun {
+                path: dir.to_path_buf(),
+                found: found.unwrap_or_default(),
+                expected: saved::format1_identity(config),
+            }))
+        }
+    };
+    let allocator = Allocator::from_state(s.allocator)?;
+    let mut members = Members {
+        demand: s.demand.into_owned(),
+        weights: s.weights.into_owned(),
+        tokens: s.tokens.into_owned(),
+        matches: s.matches.into_owned(),
+    };
+    for change in changes {
+        match change {
+            SavedChange::Demand { tenant, slices } => {
+                let u = allocator
+                    .index_of(&tenant)
+                    .ok_or_else(|| inconsistent(format!("a demand of `{tenant}`, who is not in its state")))?;
+                members.demand[u] = slices;
+            }
+        }
+    }
+    Ok((ledger, Some(Resumed { allocator, members, base })))
 }
 
 impl LivePool {
     /// Starts the pool of `config`; with a ledger folder, resumes from its last
-    /// committed state and the changes after it.
+    /// committed state and the changes after it. Tenants the file adds or removes
+    /// relative to the ledger join or leave (logged); other changes of the pool's
+    /// configuration need `accept_config_changes`.
     pub fn start(config: ServeConfig, start: StartOptions) -> Result<Self, ServiceError> {
-        let mut allocator = Allocator::new(config.pool_config()?, config.policy)?;
-        let mut demand = vec![0; config.tenants.len()];
-        let mut weights: Vec<u64> = config.tenants.iter().map(|t| t.weight).collect();
-        let mut tokens = BTreeMap::new();
         let file_base = Base::of(&config);
-        let mut base = file_base.clone();
-        // Whether the ledger needs a whole state now (a new ledger, or accepted changes).
-        let mut save_now = false;
-        let ledger = match &start.state {
-            None => None,
+        let (ledger, resumed) = match &start.state {
             Some(dir) => {
-                let (ledger, state, changes) = Ledger::open_json::<SavedPool, SavedChange>(dir)?;
-                let inconsistent =
-                    |reason: String| ServiceError::Ledger(LedgerError::Inconsistent { path: dir.clone(), reason });
-                match state {
-                    None if !changes.is_empty() => {
-                        return Err(inconsistent(format!("{} changes and no state they follow", changes.len())))
-                    }
-                    None => save_now = true,
-                    Some(s) => {
-                        if s.format > saved::FORMAT {
-                            return Err(inconsistent(format!(
-                                "its format {} is newer than this fairshare's ({})",
-                                s.format,
-                                saved::FORMAT
-                            )));
-                        }
-                        base = match (s.base, s.pool) {
-                            (Some(b), _) => b,
-                            // A ledger of format 1 knew its slices and policy (its identity)
-                            // and its tenants; alpha and the initial credits are the file's.
-                            (None, Some(id)) if id == saved::format1_identity(&config) => Base {
-                                tenants: s
-                                    .allocator
-                                    .users
-                                    .iter()
-                                    .map(|u| u.name.clone())
-                                    .zip(s.weights.iter().copied())
-                                    .collect(),
-                                ..file_base.clone()
-                            },
-                            (None, found) => {
-                                return Err(ServiceError::Ledger(LedgerError::OtherRun {
-                                    path: dir.clone(),
-                                    found: found.unwrap_or_default(),
-                                    expected: saved::format1_identity(&config),
-                                }))
-                            }
-                        };
-                        allocator = Allocator::from_state(s.allocator)?;
-                        demand = s.demand.into_owned();
-                        weights = s.weights.into_owned();
-                        tokens = s.tokens.into_owned();
-                        for change in changes {
-                            match change {
-                                SavedChange::Demand { tenant, slices } => {
-                                    let u = allocator.index_of(&tenant).ok_or_else(|| {
-                                        inconsistent(format!("a demand of `{tenant}`, who is not in its state"))
-                                    })?;
-                                    demand[u] = slices;
-                                }
-                            }
-                        }
-                    }
-                }
-                Some(ledger)
+                let (ledger, resumed) = resume(dir, &config)?;
+                (Some(ledger), resumed)
             }
+            None => (None, None),
         };
-        let differences = base.differences(&file_base);
-        if !differences.is_empty() {
-            if !start.accept_config_changes {
-                return Err(ServiceError::ConfigChanged { differences });
+        // A new ledger gets its first state at once.
+        let mut save_now = ledger.is_some() && resumed.is_none();
+        let Resumed { mut allocator, mut members, base } = match resumed {
+            Some(r) => r,
+            None => Resumed {
+                allocator: Allocator::new(config.pool_config()?, config.policy)?,
+                members: Members {
+                    demand: vec![0; config.tenants.len()],
+                    weights: config.tenants.iter().map(|t| t.weight).collect(),
+                    ..Members::default()
+                },
+                base: file_base.clone(),
+            },
+        };
+        // The file's tenants select their traffic as the file says.
+        for t in &config.tenants {
+            if let Some(m) = &t.selector {
+                members.matches.insert(t.name.clone(), m.clone());
             }
-            for d in &differences {
-                eprintln!("fairshare serve: accepting a configuration change: {d}");
-            }
-            Self::apply_config(&config, &base, &mut allocator, &mut demand, &mut weights)?;
-            base = file_base;
-            save_now = true;
         }
+        let pool_differences = base.pool_differences(&file_base);
+        if !pool_differences.is_empty() && !start.accept_config_changes {
+            return Err(ServiceError::ConfigChanged { differences: pool_differences });
+        }
+        let changes: Vec<String> = pool_differences.into_iter().chain(base.tenant_changes(&file_base)).collect();
+        let base = if changes.is_empty() {
+            base
+        } else {
+            for d in &changes {
+                eprintln!("fairshare serve: applying a configuration change: {d}");
+            }
+            Self::apply_config(&config, &base, &mut allocator, &mut members)?;
+            save_now = true;
+            file_base
+        };
         if allocator.users().len() > config.max_tenants {
             return Err(ServiceError::Conflict(format!(
                 "the ledger holds {} tenants, more than pool.max_tenants ({})",
@@ -188,9 +230,10 @@ impl LivePool {
                 config.max_tenants
             )));
         }
+        let names = Arc::new(allocator.users().iter().map(|u| u.name.clone()).collect::<Vec<_>>());
         let mut ledger = ledger;
         if let (Some(l), true) = (ledger.as_mut(), save_now) {
-            l.commit_json(&saved(&base, &allocator, &demand, &weights, &tokens))?;
+            l.commit_json(&saved(&base, &allocator, &members))?;
         }
         let offload = start.backend.offload_from(allocator, start.device)?;
         let metrics = Metrics::new(offload.label());
@@ -200,25 +243,14 @@ impl LivePool {
         }
         let htb = match &config.enforce {
             Enforce::None => None,
-            Enforce::Htb { dev } => {
-                // The tree is built from the file's tenants: the ledger must have the same.
-                let names: Vec<&str> = offload.allocator().users().iter().map(|u| u.name.as_str()).collect();
-                let file: Vec<&str> = config.tenants.iter().map(|t| t.name.as_str()).collect();
-                if names != file {
-                    return Err(ServiceError::Conflict(format!(
-                        "the ledger's tenants ({}) differ from the configuration's ({}); with enforce = htb they must \
-                         be the same",
-                        names.join(", "),
-                        file.join(", ")
-                    )));
-                }
-                let htb =
-                    Htb::install(dev, config.slices.saturating_mul(config.slice_bps), &config.tenants, config.quantum)?;
+            Enforce::Htb { dev, max_packet } => {
+                let tenants = enforced(&names, &members.matches, &members.weights)?;
+                let link_bps = config.slices.saturating_mul(config.slice_bps);
+                let mut htb = Htb::install(dev, link_bps, &tenants, config.quantum, *max_packet)?;
                 let counters = htb.counters()?;
                 Some((htb, counters, Instant::now()))
             }
         };
-        let names = Arc::new(offload.allocator().users().iter().map(|u| u.name.clone()).collect::<Vec<_>>());
         let view = View::new(0, names.clone(), vec![], vec![], None, config.slice_bps);
         let status = Status {
             backend: offload.label().to_string(),
@@ -234,15 +266,13 @@ impl LivePool {
             tenants: names.len(),
         };
         let published = Arc::new(Published::new(view, status, metrics));
-        let live = LivePool {
+        let mut live = LivePool {
             config,
             backend: start.backend,
             options: start.device,
             offload,
             names,
-            demand,
-            weights,
-            tokens,
+            members,
             ledger,
             base,
             htb,
@@ -254,42 +284,44 @@ impl LivePool {
         Ok(live)
     }
 
-    /// Applies the file's configuration to a resumed pool (accepted changes): the
-    /// policy, tenants of the file joining or leaving, weights, then every share from
-    /// the weights and the file's slices and alpha.
+    /// Applies the file's configuration to a resumed pool: the policy, tenants of the
+    /// file joining or leaving, weights, then every share from the weights and the
+    /// file's slices and alpha.
     fn apply_config(
         config: &ServeConfig,
         base: &Base,
         allocator: &mut Allocator,
-        demand: &mut Vec<u64>,
-        weights: &mut Vec<u64>,
+        members: &mut Members,
     ) -> Result<(), ServiceError> {
         if allocator.policy() != config.policy {
             let mut state = allocator.export_state();
             state.policy = config.policy;
             *allocator = Allocator::from_state(state)?;
         }
+        let file: std::collections::HashSet<&str> = config.tenants.iter().map(|t| t.name.as_str()).collect();
         for (name, _) in &base.tenants {
-            if !config.tenants.iter().any(|t| &t.name == name) {
+            if !file.contains(name.as_str()) {
                 if let Some(u) = allocator.index_of(name) {
                     allocator.leave(name, PoolChange::Resize)?;
-                    demand.remove(u);
-                    weights.remove(u);
+                    members.demand.remove(u);
+                    members.weights.remove(u);
+                    members.tokens.remove(name);
+                    members.matches.remove(name);
                 }
             }
         }
         for t in &config.tenants {
             match allocator.index_of(&t.name) {
-                Some(u) => weights[u] = t.weight,
+                Some(u) => members.weights[u] = t.weight,
                 None => {
                     let user = UserConfig::with_alpha(&t.name, 1, config.alpha, fairshare::Credits::ZERO);
                     allocator.join(user, PoolChange::Resize)?;
-                    demand.push(0);
-                    weights.push(t.weight);
+                    members.demand.push(0);
+                    members.weights.push(t.weight);
                 }
             }
         }
-        allocator.set_shares(&config.shares(weights))?;
+        allocator.set_shares(&config.shares(&members.weights))?;
         Ok(())
     }
 
@@ -310,7 +342,7 @@ impl LivePool {
 
     /// The token digests of the tenants who joined with one.
     pub fn joined_tokens(&self) -> BTreeMap<String, Digest> {
-        self.tokens.iter().filter_map(|(n, hex)| auth::from_hex(hex).ok().map(|d| (n.clone(), d))).collect()
+        self.members.tokens.iter().filter_map(|(n, hex)| auth::from_hex(hex).ok().map(|d| (n.clone(), d))).collect()
     }
 
     fn index(&self, name: &str) -> Result<usize, ServiceError> {
@@ -340,7 +372,7 @@ impl LivePool {
             let committed = ledger.append_json(&SavedChange::Demand { tenant: name.to_string(), slices });
             self.committed("the demand", false, committed)?;
         }
-        self.demand[u] = slices;
+        self.members.demand[u] = slices;
         Ok(())
     }
 
@@ -405,7 +437,7 @@ impl LivePool {
             return Err(e);
         }
         let done = Instant::now();
-        self.demand = demand;
+        self.members.demand = demand;
         if let (Some((_, last, at)), Some(now)) = (self.htb.as_mut(), counters) {
             (*last, *at) = (now, measured);
         }
@@ -430,19 +462,26 @@ impl LivePool {
     /// Commits the pool after a quantum on `demand` (nothing without a ledger).
     fn commit_quantum(&mut self, demand: &[u64]) -> Result<(), ServiceError> {
         let Some(ledger) = self.ledger.as_mut() else { return Ok(()) };
-        let committed =
-            ledger.commit_json(&saved(&self.base, self.offload.allocator(), demand, &self.weights, &self.tokens));
+        let members = Members { demand: demand.to_vec(), ..self.members.clone() };
+        let committed = ledger.commit_json(&saved(&self.base, self.offload.allocator(), &members));
         self.committed("the quantum", true, committed)
     }
 
     /// The demands of the next quantum: declared, or (measured) from the classes'
-    /// counters, with the counters read.
-    fn measure(&self) -> Result<(Vec<u64>, Option<Vec<Counters>>), ServiceError> {
+    /// counters, with the counters read. Counters that cannot be read (a lost tree) are
+    /// an enforcement fault: the demands stay as they were, and the quantum runs.
+    fn measure(&mut self) -> Result<(Vec<u64>, Option<Vec<Counters>>), ServiceError> {
         if self.config.demand != DemandSource::Measured {
-            return Ok((self.demand.clone(), None));
+            return Ok((self.members.demand.clone(), None));
         }
-        let Some((htb, last, at)) = self.htb.as_ref() else { return Ok((self.demand.clone(), None)) };
-        let now = htb.counters()?;
+        let Some((htb, last, at)) = self.htb.as_mut() else { return Ok((self.members.demand.clone(), None)) };
+        let now = match htb.counters() {
+            Ok(now) => now,
+            Err(e) => {
+                self.enforcement_result(Err(e));
+                return Ok((self.members.demand.clone(), None));
+            }
+        };
         // Over the time since the counters kept were read: a period, or more after a
         // quantum that was missed or refused.
         let secs = at.elapsed().as_secs_f64().max(self.config.quantum.as_secs_f64() / 2.0);
@@ -458,14 +497,49 @@ impl LivePool {
         Ok((demand, Some(now)))
     }
 
-    /// With HTB, the allocation as class rates, in one batch. A failure is counted,
-    /// shown in the status and logged when it starts and ends; the quantum stands.
-    fn enforce(&self) {
-        let Some((htb, _, _)) = &self.htb else { return };
-        let alloc = self.offload.allocator().allocations();
-        let rates: Vec<u64> = alloc.iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
+    /// The tenants as the enforcer takes them.
+    fn enforced(&self) -> Result<Vec<Tenant>, ServiceError> {
+        enforced(&self.names, &self.members.matches, &self.members.weights)
+    }
+
+    /// With HTB, the allocation as class rates, the changed ones in one batch; after a
+    /// fault, the tree is first repaired (reinstalled in place) if its device is there.
+    /// A failure is counted, shown in the status and logged when it starts and ends;
+    /// the quantum stands.
+    fn enforce(&mut self) {
+        if self.htb.is_none() {
+            return;
+        }
+        let rates: Vec<u64> =
+            self.offload.allocator().allocations().iter().map(|&a| a.saturating_mul(self.config.slice_bps)).collect();
+        let tenants = match self.enforced() {
+            Ok(t) => t,
+            Err(e) => {
+                return self.enforcement_result(Err(crate::enforce::EnforceError::Tenant {
+                    tenant: String::new(),
+                    reason: e.to_string(),
+                }))
+            }
+        };
+        let Some((htb, last, _)) = self.htb.as_mut() else { return };
+        let result = (|| {
+            if htb.broken() {
+                if !htb.repair(&tenants)? {
+                    return Err(crate::enforce::EnforceError::NoDevice { dev: htb.dev().to_string() });
+                }
+                eprintln!("fairshare serve: the tree on {} is back", htb.dev());
+                // The counters started again with the classes.
+                *last = htb.counters()?;
+            }
+            htb.apply(&rates)
+        })();
+        self.enforcement_result(result);
+    }
+
+    /// Records the outcome of enforcement in the status and metrics.
+    fn enforcement_result(&self, result: Result<(), crate::enforce::EnforceError>) {
         let was = self.published.status.load().enforcement_error.clone();
-        match htb.apply(&rates) {
+        match result {
             Ok(()) if was.is_some() => {
                 eprintln!("fairshare serve: enforcement works again");
                 self.published.update_status(|s| s.enforcement_error = None);
@@ -489,7 +563,7 @@ impl LivePool {
         let view = Arc::new(View::new(
             a.quantum(),
             Arc::clone(&self.names),
-            self.demand.clone(),
+            self.members.demand.clone(),
             a.allocations().to_vec(),
             karma.then(|| a.credits().to_vec()),
             self.config.slice_bps,
@@ -521,9 +595,16 @@ impl LivePool {
     /// A tenant joins between quanta (paper section 3.4: it starts with the floor of
     /// the mean of the others' credits); the pool keeps its slices, and every fair share
     /// follows the weights as at start ([`ServeConfig::shares`]). `token`: the digest of
-    /// the tenant's token, if it has one.
-    pub fn join(&mut self, name: &str, weight: u64, token: Option<Digest>) -> Result<Arc<View>, ServiceError> {
-        self.no_htb("join")?;
+    /// the tenant's token, if it has one; `selector`: what selects its traffic (needed
+    /// with `enforce = htb`: its class and filter are made before the join commits, and
+    /// removed if it does not).
+    pub fn join(
+        &mut self,
+        name: &str,
+        weight: u64,
+        token: Option<Digest>,
+        selector: Option<Match>,
+    ) -> Result<Arc<View>, ServiceError> {
         check_name(name).map_err(|m| ServiceError::BadRequest(format!("name: {m}")))?;
         if weight == 0 || weight > 1_000_000 {
             return Err(ServiceError::BadRequest(format!("weight: {weight} is outside 1 to 1000000")));
@@ -534,47 +615,63 @@ impl LivePool {
                 self.names.len()
             )));
         }
+        if let Some(m) = &selector {
+            check_match(m).map_err(|e| ServiceError::BadRequest(format!("match{e}")))?;
+        }
+        if self.htb.is_some() && selector.is_none() {
+            return Err(ServiceError::BadRequest("match: missing; enforce = htb needs one per tenant".into()));
+        }
         let mut allocator = self.offload.allocator().clone();
-        let mut weights = self.weights.clone();
-        weights.push(weight);
+        let mut members = self.members.clone();
+        members.weights.push(weight);
         // Its share for now (the pool grows); then every share from the weights.
         let user = UserConfig::with_alpha(name, 1, self.config.alpha, fairshare::Credits::ZERO);
         allocator.join(user, PoolChange::Resize)?;
-        allocator.set_shares(&self.config.shares(&weights))?;
-        let mut demand = self.demand.clone();
-        demand.push(0);
-        let mut tokens = self.tokens.clone();
+        allocator.set_shares(&self.config.shares(&members.weights))?;
+        members.demand.push(0);
         if let Some(d) = token {
-            tokens.insert(name.to_string(), auth::to_hex(&d));
+            members.tokens.insert(name.to_string(), auth::to_hex(&d));
         }
-        self.replace("the join", allocator, demand, weights, tokens)
+        if let Some(m) = &selector {
+            members.matches.insert(name.to_string(), m.clone());
+        }
+        if let (Some((htb, last, _)), Some(m)) = (self.htb.as_mut(), &selector) {
+            let t = Tenant { name: name.to_string(), weight, selector: Some(m.clone()), token_file: None };
+            htb.join(&t)?;
+            last.push(Counters::default());
+        }
+        match self.replace("the join", allocator, members) {
+            Ok(view) => Ok(view),
+            Err(e) => {
+                if let Some((htb, last, _)) = self.htb.as_mut() {
+                    let _ = htb.leave(name);
+                    last.pop();
+                }
+                Err(e)
+            }
+        }
     }
 
     /// A tenant leaves between quanta; its credits are dropped, and the others' fair
-    /// shares follow their weights over the pool's slices.
+    /// shares follow their weights over the pool's slices. With HTB its class and filter
+    /// go once the leave is committed.
     pub fn leave(&mut self, name: &str) -> Result<Arc<View>, ServiceError> {
-        self.no_htb("leave")?;
         let u = self.index(name)?;
         let mut allocator = self.offload.allocator().clone();
         allocator.leave(name, PoolChange::Resize)?;
-        let mut weights = self.weights.clone();
-        weights.remove(u);
-        allocator.set_shares(&self.config.shares(&weights))?;
-        let mut demand = self.demand.clone();
-        demand.remove(u);
-        let mut tokens = self.tokens.clone();
-        tokens.remove(name);
-        self.replace("the leave", allocator, demand, weights, tokens)
-    }
-
-    /// Tenants joining or leaving would change the HTB tree: not in this build.
-    fn no_htb(&self, what: &str) -> Result<(), ServiceError> {
-        match self.htb {
-            Some(_) => Err(ServiceError::Conflict(format!(
-                "tenants cannot {what} while enforce = htb (the tree is made at start); restart with the new tenants"
-            ))),
-            None => Ok(()),
+        let mut members = self.members.clone();
+        members.weights.remove(u);
+        allocator.set_shares(&self.config.shares(&members.weights))?;
+        members.demand.remove(u);
+        members.tokens.remove(name);
+        members.matches.remove(name);
+        let view = self.replace("the leave", allocator, members)?;
+        if let Some((htb, last, _)) = self.htb.as_mut() {
+            last.remove(u);
+            let left = htb.leave(name);
+            self.enforcement_result(left);
         }
+        Ok(view)
     }
 
     /// Commits a changed pool, then installs it: the device (if any) is put back from
@@ -583,12 +680,10 @@ impl LivePool {
         &mut self,
         what: &'static str,
         allocator: Allocator,
-        demand: Vec<u64>,
-        weights: Vec<u64>,
-        tokens: BTreeMap<String, String>,
+        members: Members,
     ) -> Result<Arc<View>, ServiceError> {
         if let Some(ledger) = self.ledger.as_mut() {
-            let committed = ledger.commit_json(&saved(&self.base, &allocator, &demand, &weights, &tokens));
+            let committed = ledger.commit_json(&saved(&self.base, &allocator, &members));
             self.committed(what, true, committed)?;
         }
         self.names = Arc::new(allocator.users().iter().map(|u| u.name.clone()).collect());
@@ -605,7 +700,7 @@ impl LivePool {
         if self.offload.fallback().is_some() {
             self.published.metrics.fallback();
         }
-        (self.demand, self.weights, self.tokens) = (demand, weights, tokens);
+        self.members = members;
         Ok(self.publish())
     }
 }
@@ -636,17 +731,17 @@ mod tests {
         // Weights 1, 1, 1 over 10 slices: quotas 3.33 each, the extra slice to the first.
         assert_eq!(fair_shares(&pool), [4, 3, 3]);
         // With D of weight 2 the quotas are 2, 2, 2, 4: exact.
-        pool.join("D", 2, None).expect("joins");
+        pool.join("D", 2, None, None).expect("joins");
         assert_eq!(fair_shares(&pool), [2, 2, 2, 4]);
         assert_eq!(pool.offload.allocator().params().capacity, 10);
         // B leaves: 1, 1, 2 over 10 are quotas 2.5, 2.5, 5, the extra slice to A.
         pool.leave("B").expect("leaves");
         assert_eq!(fair_shares(&pool), [3, 2, 5]);
         // A weight whose share would round to 0 is refused, and nothing changes.
-        assert!(pool.join("E", 1_000_000, None).is_err());
+        assert!(pool.join("E", 1_000_000, None, None).is_err());
         assert_eq!(fair_shares(&pool), [3, 2, 5]);
         // A name outside the safe charset is refused.
-        let e = pool.join("x\"} 1\nfake 9", 1, None).unwrap_err();
+        let e = pool.join("x\"} 1\nfake 9", 1, None, None).unwrap_err();
         assert!(e.to_string().contains("name: `x\\\"} 1\\nfake 9` has the character"), "{e}");
     }
 
@@ -656,8 +751,8 @@ mod tests {
             .replace("initial_credits = 6", "initial_credits = 6\nmax_tenants = 4");
         let config = ServeConfig::parse("serve.toml", &text).unwrap();
         let mut pool = LivePool::start(config, options()).unwrap();
-        pool.join("D", 1, None).unwrap();
-        let e = pool.join("E", 1, None).unwrap_err();
+        pool.join("D", 1, None, None).unwrap();
+        let e = pool.join("E", 1, None, None).unwrap_err();
         assert!(matches!(&e, ServiceError::Conflict(m) if m.contains("4 tenants, its most")), "{e}");
         assert_eq!(pool.published().view.load().names.len(), 4);
         // A file with more tenants than its maximum is refused naming the field.

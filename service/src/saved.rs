@@ -5,9 +5,10 @@
 //! it was acknowledged.
 //!
 //! A state also carries the configuration the pool was started from ([`Base`]): a
-//! resume whose file changes the slices, the slice's rate, the policy, alpha, the
-//! initial credits or the file's tenants is refused naming the field, unless the
-//! operator accepts the change (`--accept-config-changes`, see
+//! resume whose file changes the slices, the slice's rate, the policy, alpha or the
+//! initial credits is refused naming the field, unless the operator accepts the change
+//! (`--accept-config-changes`); tenants the file adds or removes, or whose weight it
+//! changes, are joins, leaves and new shares, applied and logged (see
 //! [`crate::pool::LivePool::start`]).
 
 use std::borrow::Cow;
@@ -51,8 +52,9 @@ impl Base {
         }
     }
 
-    /// Every field where `self` (the ledger's) and `file` differ, as `field: ledger -> file`.
-    pub fn differences(&self, file: &Base) -> Vec<String> {
+    /// Every field of the pool (not its tenants) where `self` (the ledger's) and `file`
+    /// differ, as `field: ledger -> file`: a resume with any is refused unless accepted.
+    pub fn pool_differences(&self, file: &Base) -> Vec<String> {
         let mut out = Vec::new();
         let mut field = |name: &str, was: String, now: String| {
             if was != now {
@@ -64,15 +66,22 @@ impl Base {
         field("pool.policy", self.policy.clone(), file.policy.clone());
         field("pool.alpha", self.alpha.clone(), file.alpha.clone());
         field("pool.initial_credits", self.initial_credits.to_string(), file.initial_credits.to_string());
-        let names = |b: &Base| b.tenants.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-        let (was, now) = (names(self), names(file));
-        let added: Vec<&String> = now.iter().filter(|n| !was.contains(n)).collect();
-        let removed: Vec<&String> = was.iter().filter(|n| !now.contains(n)).collect();
+        out
+    }
+
+    /// How the file's tenants differ from the ledger's base: who joins, who leaves, whose
+    /// weight changes. A resume applies them (as joins, leaves and new shares) and logs them.
+    pub fn tenant_changes(&self, file: &Base) -> Vec<String> {
+        let mut out = Vec::new();
+        let was: std::collections::HashMap<&str, u64> = self.tenants.iter().map(|(n, w)| (n.as_str(), *w)).collect();
+        let now: std::collections::HashSet<&str> = file.tenants.iter().map(|(n, _)| n.as_str()).collect();
+        let added: Vec<&str> = file.tenants.iter().map(|(n, _)| n.as_str()).filter(|n| !was.contains_key(n)).collect();
+        let removed: Vec<&str> = self.tenants.iter().map(|(n, _)| n.as_str()).filter(|n| !now.contains(n)).collect();
         if !added.is_empty() || !removed.is_empty() {
             out.push(format!("tenants: the file adds {added:?} and removes {removed:?}"));
         }
         for (name, w) in &file.tenants {
-            if let Some((_, old)) = self.tenants.iter().find(|(n, _)| n == name).filter(|(_, o)| o != w) {
+            if let Some(old) = was.get(name.as_str()).filter(|o| *o != w) {
                 out.push(format!("tenants.{name}.weight: {old} in the ledger, {w} in the file"));
             }
         }
@@ -81,6 +90,7 @@ impl Base {
 }
 
 /// The whole pool, as the ledger keeps it after a quantum, a join or a leave.
+/// (`matches`: what selects each tenant's traffic, for the enforcer.)
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SavedPool<'a> {
     /// [`FORMAT`] (absent in ledgers written before it: format 1).
@@ -101,6 +111,9 @@ pub struct SavedPool<'a> {
     /// The token digests (hexadecimal) of tenants who joined with one.
     #[serde(default)]
     pub tokens: Cow<'a, BTreeMap<String, String>>,
+    /// What selects each tenant's traffic (those of the file are the file's at start).
+    #[serde(default)]
+    pub matches: Cow<'a, BTreeMap<String, crate::config::Match>>,
 }
 
 /// A change acknowledged between two whole states.

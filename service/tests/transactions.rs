@@ -155,7 +155,7 @@ fn run(ops: &[Op], fs: &Path, case: usize) -> Result<usize, TestCaseError> {
             }
             Op::Join(k, w) => {
                 let n = format!("j{k}");
-                (real.join(&n, w, None).map(|_| ()), Box::new(move |m| m.join(&n, w, None).map(|_| ())))
+                (real.join(&n, w, None, None).map(|_| ()), Box::new(move |m| m.join(&n, w, None, None).map(|_| ())))
             }
             Op::Leave(u) => {
                 let n = name(u);
