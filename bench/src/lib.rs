@@ -7,7 +7,7 @@
 //! `multi_scale` binary (`cargo run --release -p fairshare-bench --bin multi_scale`),
 //! which times the multi-resource policies from 100 to 10,000 users and writes
 //! `bench/MULTI_SCALE.md`; and the measurements behind `fairshare bench` ([`software`],
-//! [`offload`], [`serve`]: a live pool read hard). The library part otherwise holds the
+//! [`offload`], [`serve`]: a live pool read hard, [`enforce`]: the HTB enforcer at N tenants). The library part otherwise holds the
 //! helpers the benches share
 //! ([`multi_instance`] for `multi_scale`, [`placed`] for the report's measured clocks),
 //! so that every bench measures the same realistic instances.
@@ -18,6 +18,7 @@ use fairshare::policy::karma;
 use fairshare::{Alpha, Credits, KarmaParams, PoolConfig};
 use fairshare_sim::workload;
 
+pub mod enforce;
 pub mod offload;
 pub mod placed;
 pub mod serve;

@@ -9,7 +9,9 @@ use fairshare_bench::offload::{self, OffloadRun, Spread};
 use fairshare_bench::serve::ServeRun;
 use fairshare_bench::software::{self, SoftwareRun};
 
-use crate::flags::{BenchArgs, BenchCommand, BenchDemands, BenchOffloadArgs, BenchServeArgs, BenchSoftwareArgs};
+use crate::flags::{
+    BenchArgs, BenchCommand, BenchDemands, BenchEnforceArgs, BenchOffloadArgs, BenchServeArgs, BenchSoftwareArgs,
+};
 use crate::output::{out, outln, table};
 use crate::CliError;
 
@@ -32,6 +34,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, CliError> {
             demands: BenchDemands { workload, seed },
             json,
         }) => offload(&OffloadRun { users, quanta, backend, verify, workload, seed }, json),
+        BenchCommand::Enforce(BenchEnforceArgs { tenants, json, inside }) => enforce(tenants, json, inside),
         BenchCommand::Serve(BenchServeArgs { tenants, period_ms, readers, metrics_readers, secs, json }) => {
             let period = Duration::from_millis(period_ms);
             serve(&ServeRun { tenants, period, readers, metrics_readers, duration: Duration::from_secs(secs) }, json)
@@ -162,4 +165,32 @@ fn serve(run: &ServeRun, json: bool) -> Result<(), CliError> {
     ];
     out!("{}", table(&["read", "reads", "p50 ms", "p99 ms", "bytes"], &rows))?;
     Ok(())
+}
+
+/// `fairshare bench enforce`: the HTB enforcer's costs at N tenants.
+fn enforce(tenants: usize, json: bool, inside: bool) -> Result<(), CliError> {
+    if !(1..=60_000).contains(&tenants) {
+        return Err(CliError::Usage(format!("--tenants {tenants}: from 1 to 60000")));
+    }
+    if inside {
+        let r = fairshare_bench::enforce::inside(tenants).map_err(CliError::BenchEnforce)?;
+        return print_json(&r);
+    }
+    let bin = std::env::current_exe().map_err(CliError::OwnPath)?;
+    let r = fairshare_bench::enforce::measure(&bin, tenants).map_err(CliError::BenchEnforce)?;
+    if json {
+        return print_json(&r);
+    }
+    outln!("{} tenants on a veth pair, HTB over netlink", r.tenants)?;
+    let rows = vec![
+        vec!["install the tree".to_string(), format!("{:.2} ms", r.install_ms)],
+        vec!["one quantum's rate changes (netlink)".to_string(), format!("{:.2} ms", r.apply_ms)],
+        vec!["the same through tc -batch".to_string(), format!("{:.2} ms", r.apply_tc_batch_ms)],
+        vec!["read every counter".to_string(), format!("{:.2} ms", r.counters_ms)],
+        vec!["CPU per live quantum (measured demand)".to_string(), format!("{:.2} ms", r.quantum_cpu_ms)],
+        vec!["live quanta on time".to_string(), format!("{:.1}%", 100.0 * r.quanta_on_time)],
+        vec!["send a packet: first tenant".to_string(), format!("{:.0} ns", r.classify_first_ns)],
+        vec!["send a packet: last tenant".to_string(), format!("{:.0} ns", r.classify_last_ns)],
+    ];
+    out!("{}", table(&["what", "time"], &rows))
 }

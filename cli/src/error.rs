@@ -92,6 +92,9 @@ pub enum CliError {
     /// `bench offload` could not run.
     #[error("bench offload: {0}")]
     BenchOffload(#[source] fairshare_bench::offload::OffloadBenchError),
+    /// `bench enforce` could not run.
+    #[error(transparent)]
+    BenchEnforce(fairshare_bench::enforce::EnforceBenchError),
     /// `bench serve` could not run.
     #[error("bench serve: {0}")]
     BenchServe(#[source] fairshare_bench::serve::ServeBenchError),

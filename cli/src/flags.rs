@@ -153,6 +153,11 @@ pub struct BenchDemands {
 /// `fairshare bench`'s commands.
 #[derive(Subcommand)]
 pub enum BenchCommand {
+    /// Make two network namespaces joined by a veth pair, install N tenants' HTB tree
+    /// and time it: install, one quantum's rate changes (netlink and tc -batch), one
+    /// read of the counters, a live quantum's CPU, and a packet's classification at the
+    /// first and the last tenant (needs root; docs/performance.md).
+    Enforce(BenchEnforceArgs),
     /// Start `fairshare serve` (wall clock, random demands) and read it hard: threads
     /// reading /v1/allocations and /metrics on new connections; print the share of
     /// ticks that ran a quantum and the readers' latencies (docs/serve.md).
@@ -504,4 +509,18 @@ pub struct HdlTraceArgs {
     /// The VCD file to write (replaced whole, or left as it was on an error).
     #[arg(long)]
     pub out: PathBuf,
+}
+
+/// `fairshare bench enforce`'s flags.
+#[derive(clap::Args)]
+pub struct BenchEnforceArgs {
+    /// Tenants in the tree.
+    #[arg(long)]
+    pub tenants: usize,
+    /// Print JSON (fields install_ms, apply_ms, counters_ms, classify_first_ns...).
+    #[arg(long)]
+    pub json: bool,
+    /// Run the measurement here (inside the namespace the bench made).
+    #[arg(long, hide = true)]
+    pub inside: bool,
 }

@@ -20,8 +20,8 @@
 //! `max_packet` (2 full frames by default) while it runs, and restores it on exit;
 //! the floor a tenant without slices is held to costs at most half a quantum per such
 //! packet (`2 x max_packet x 8 / quantum` bit/s), each class's bucket holds a packet
-//! and a millisecond, and each leaf queue holds 50 ms at its rate (TCP's round trip,
-//! and so how fast it follows a raise, grows with the queue). docs/bandwidth.md has the
+//! and a millisecond, and each leaf queue holds 50 to 100 ms at its rate (TCP's round
+//! trip, and so how fast it follows a raise, grows with the queue). docs/bandwidth.md has the
 //! measurements behind these numbers.
 //!
 //! **Ownership.** The file `/run/fairshare/htb-NETNS-DEV.json` holds the owner's
@@ -58,8 +58,11 @@ const OWNER_DIR: &str = "/run/fairshare";
 /// The largest packet HTB is charged for, by default: two full Ethernet frames.
 pub const DEFAULT_MAX_PACKET: u32 = 2 * 1514;
 
-/// How long a leaf queue is at its class's rate.
-const QUEUE_TIME: Duration = Duration::from_millis(50);
+/// How long a leaf queue is at its class's rate: at least `QUEUE_MIN` (shorter and
+/// TCP loses more than it must), at most twice that (longer and its round trip, and so
+/// how fast it follows a raise, grows); set to the middle when the rate leaves that
+/// band, so a rate that swings by a third costs no change of queue.
+const QUEUE_MIN: Duration = Duration::from_millis(50);
 
 /// The root table's nodes: the link to destination ports, to source addresses, then
 /// the firewall marks (one node each, from `MARK_NODE`).
@@ -158,6 +161,14 @@ struct Owned {
     tenants: BTreeMap<String, Slot>,
 }
 
+/// Where the tenants of the pool's order are in the tree.
+struct Placement {
+    /// Each tenant's class minor, in the pool's order (none: not in the tree).
+    minors: Vec<Option<u32>>,
+    /// Each class's tenant, by the class's handle.
+    by_class: HashMap<u32, usize>,
+}
+
 /// How the tree came to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Installed {
@@ -181,6 +192,13 @@ pub struct Htb {
     floor_bps: u64,
     /// The rate last applied to each class (by minor).
     applied: HashMap<u32, u64>,
+    /// The limit last applied to each leaf queue (by minor).
+    limits: HashMap<u32, u32>,
+    /// Where each tenant of the pool's order is (made again after membership changes).
+    placement: Option<Placement>,
+    /// The minors and filter nodes in use (those of `owned.tenants`).
+    minors: std::collections::BTreeSet<u32>,
+    nodes: std::collections::HashSet<u32>,
     /// Which filter tables exist (or were asked for).
     tables: std::collections::HashSet<u32>,
     /// Tables to make before the next batch ([`Htb::make_tables`]).
@@ -267,10 +285,50 @@ impl Htb {
         Shape { bps, burst: u64::from(self.max_packet) + bps / 8 / 1000, quantum: self.max_packet }
     }
 
-    /// A leaf queue's limit at `bps`, in bytes.
-    fn queue_limit(&self, bps: u64) -> u32 {
-        let at_rate = (bps.max(self.floor_bps) as f64 / 8.0 * QUEUE_TIME.as_secs_f64()) as u64;
+    /// The bytes a leaf queue holds in `time` at `bps` (two packets at least).
+    fn queue_bytes(&self, bps: u64, time: Duration) -> u32 {
+        let at_rate = (bps.max(self.floor_bps) as f64 / 8.0 * time.as_secs_f64()) as u64;
         u32::try_from(at_rate.max(2 * u64::from(self.max_packet))).unwrap_or(u32::MAX)
+    }
+
+    /// A leaf queue's limit at `bps`, given the one it has: kept while it holds between
+    /// one and two `QUEUE_MIN`s at the rate, else one and a half.
+    fn queue_limit(&self, bps: u64, current: Option<u32>) -> u32 {
+        let (low, high) = (self.queue_bytes(bps, QUEUE_MIN), self.queue_bytes(bps, 2 * QUEUE_MIN));
+        match current {
+            Some(c) if (low..=high).contains(&c) => c,
+            _ => self.queue_bytes(bps, QUEUE_MIN * 3 / 2),
+        }
+    }
+
+    /// Makes the placement of the pool's order again if membership changed.
+    fn place(&mut self) {
+        if self.placement.is_none() {
+            let tenants = &self.owned.tenants;
+            let minors: Vec<Option<u32>> = self.order.iter().map(|n| tenants.get(n).map(|s| s.minor)).collect();
+            let by_class =
+                minors.iter().enumerate().filter_map(|(i, m)| m.map(|m| (tc::class(m), i))).collect();
+            self.placement = Some(Placement { minors, by_class });
+        }
+    }
+
+    /// Records a tenant's slot.
+    fn record(&mut self, name: &str, slot: Slot) {
+        self.placement = None;
+        self.minors.insert(slot.minor);
+        self.nodes.insert(slot.node);
+        self.owned.tenants.insert(name.to_string(), slot);
+    }
+
+    /// Forgets a tenant's slot (and what was applied to it).
+    fn forget(&mut self, name: &str) -> Option<Slot> {
+        let slot = self.owned.tenants.remove(name)?;
+        self.placement = None;
+        self.minors.remove(&slot.minor);
+        self.nodes.remove(&slot.node);
+        self.applied.remove(&slot.minor);
+        self.limits.remove(&slot.minor);
+        Some(slot)
     }
 
     /// Installs the tree on `dev` for `tenants` (every tenant at the floor), or takes
@@ -328,11 +386,19 @@ impl Htb {
             max_packet,
             floor_bps,
             applied: HashMap::new(),
+            limits: HashMap::new(),
+            placement: None,
+            minors: Default::default(),
+            nodes: Default::default(),
             tables: Default::default(),
             new_tables: Vec::new(),
             installed,
             broken: false,
         };
+        for slot in htb.owned.tenants.values() {
+            htb.minors.insert(slot.minor);
+            htb.nodes.insert(slot.node);
+        }
         let built = htb.build(tenants, installed == Installed::Fresh && root.is_some());
         let built = built.and_then(|()| htb.cap_gso(link));
         let built = built.and_then(|()| htb.save());
@@ -374,7 +440,7 @@ impl Htb {
         let gone: Vec<String> = self.owned.tenants.keys().filter(|n| !wanted.contains(n.as_str())).cloned().collect();
         let mut deletes: Vec<(Msg, String)> = Vec::new();
         for name in gone {
-            if let Some(slot) = self.owned.tenants.remove(&name) {
+            if let Some(slot) = self.forget(&name) {
                 deletes.extend(self.delete_slot(&name, &slot));
             }
         }
@@ -437,10 +503,15 @@ impl Htb {
         })
     }
 
-    /// A free minor for a new tenant.
+    /// A free minor for a new tenant: after the highest in use, else the first gap.
     fn free_minor(&self, tenant: &str) -> Result<u32, EnforceError> {
-        let used: std::collections::HashSet<u32> = self.owned.tenants.values().map(|s| s.minor).collect();
-        (tc::FIRST_MINOR..=tc::LAST_MINOR).find(|m| !used.contains(m)).ok_or_else(|| EnforceError::Tenant {
+        let next = self.minors.last().map_or(tc::FIRST_MINOR, |m| m + 1);
+        let free = if next <= tc::LAST_MINOR {
+            Some(next)
+        } else {
+            (tc::FIRST_MINOR..=tc::LAST_MINOR).find(|m| !self.minors.contains(m))
+        };
+        free.ok_or_else(|| EnforceError::Tenant {
             tenant: tenant.to_string(),
             reason: format!("the tree holds at most {} tenants", tc::LAST_MINOR - tc::FIRST_MINOR + 1),
         })
@@ -465,10 +536,8 @@ impl Htb {
             tc::class_msg(ix, tc::class(slot.minor), tc::LINK_CLASS, shape),
             format!("the class of `{}`", t.name),
         ));
-        batch.push((
-            tc::leaf_qdisc(ix, slot.minor, self.queue_limit(self.floor_bps)),
-            format!("the queue of `{}`", t.name),
-        ));
+        let limit = self.queue_limit(self.floor_bps, None);
+        batch.push((tc::leaf_qdisc(ix, slot.minor, limit), format!("the queue of `{}`", t.name)));
         if let Some((table, bucket)) = c.leaf {
             if self.tables.insert(table) {
                 let first = if table >= SOURCE_LEAVES { SOURCE_TABLE } else { PORT_TABLE };
@@ -485,7 +554,8 @@ impl Htb {
             format!("the filter of `{}`", t.name),
         ));
         self.applied.insert(slot.minor, self.floor_bps);
-        self.owned.tenants.insert(t.name.clone(), slot);
+        self.limits.insert(slot.minor, limit);
+        self.record(&t.name, slot);
         Ok(batch)
     }
 
@@ -509,8 +579,7 @@ impl Htb {
             Some((table, bucket)) => (table, bucket, 1),
             None => (tc::ROOT_TABLE, 0, MARK_NODE),
         };
-        let used: std::collections::HashSet<u32> = self.owned.tenants.values().map(|s| s.node).collect();
-        (first..0xfff).map(|n| tc::node(table, bucket, n)).find(|h| !used.contains(h)).ok_or_else(|| {
+        (first..0xfff).map(|n| tc::node(table, bucket, n)).find(|h| !self.nodes.contains(h)).ok_or_else(|| {
             EnforceError::Tenant { tenant: tenant.to_string(), reason: "no free filter node in its bucket".into() }
         })
     }
@@ -556,74 +625,78 @@ impl Htb {
     pub fn apply(&mut self, rates_bps: &[u64]) -> Result<(), EnforceError> {
         let mut batch = Vec::new();
         let mut changed = Vec::new();
-        for (name, &r) in self.order.iter().zip(rates_bps) {
-            let Some(slot) = self.owned.tenants.get(name) else { continue };
+        self.place();
+        let minors = self.placement.as_ref().map(|p| &p.minors[..]).unwrap_or_default();
+        for ((name, &r), minor) in self.order.iter().zip(rates_bps).zip(minors) {
+            let Some(minor) = *minor else { continue };
             let bps = r.max(self.floor_bps);
-            if self.applied.get(&slot.minor) == Some(&bps) {
+            if self.applied.get(&minor) == Some(&bps) {
                 continue;
             }
-            let (minor, shape, limit) = (slot.minor, self.shape(bps), self.queue_limit(bps));
+            let current = self.limits.get(&minor).copied();
+            let limit = self.queue_limit(bps, current);
             batch.push((
-                tc::class_msg(self.ifindex, tc::class(minor), tc::LINK_CLASS, shape),
+                tc::class_msg(self.ifindex, tc::class(minor), tc::LINK_CLASS, self.shape(bps)),
                 format!("the rate of `{name}`"),
             ));
-            batch.push((tc::leaf_qdisc(self.ifindex, minor, limit), format!("the queue of `{name}`")));
-            changed.push((minor, bps));
+            if current != Some(limit) {
+                batch.push((tc::leaf_qdisc(self.ifindex, minor, limit), format!("the queue of `{name}`")));
+            }
+            changed.push((minor, bps, limit));
         }
         if batch.is_empty() {
             return Ok(());
         }
         let result = self.rtnl.transact(batch).map_err(socket("changing the rates")).and_then(all_ok);
         match &result {
-            Ok(()) => self.applied.extend(changed),
+            Ok(()) => {
+                for (minor, bps, limit) in changed {
+                    self.applied.insert(minor, bps);
+                    self.limits.insert(minor, limit);
+                }
+            }
             Err(_) => {
                 // Whatever reached the kernel is not known: everything is sent again.
                 self.applied.clear();
+                self.limits.clear();
                 self.broken = true;
             }
         }
         result
     }
 
-    /// Every tenant's counters, in the pool's order (one dump, one pass).
+    /// Every tenant's counters, in the pool's order (one dump, read where received).
     pub fn counters(&mut self) -> Result<Vec<Counters>, EnforceError> {
-        let classes = self
-            .rtnl
-            .dump(tc::get_classes(self.ifindex), "reading the classes")
-            .map_err(socket("reading the classes"))?
-            .map_err(|first| EnforceError::Refused { first, count: 1, total: 1 });
-        let classes = match classes {
-            Ok(c) => c,
-            Err(e) => {
-                self.broken = true;
-                return Err(e);
-            }
-        };
-        let index: HashMap<u32, usize> = self
-            .order
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| self.owned.tenants.get(n).map(|s| (tc::class(s.minor), i)))
-            .collect();
+        self.place();
+        let ifindex = self.ifindex;
+        let Some(Placement { by_class: index, .. }) = &self.placement else { return Ok(Vec::new()) };
         let mut out = vec![Counters::default(); self.order.len()];
         let mut found = 0;
-        for body in &classes {
-            let o = tc::parse_object(body);
-            if o.ifindex != self.ifindex {
-                continue;
-            }
-            if let Some(&i) = index.get(&o.handle) {
-                out[i] = tc::parse_counters(body);
-                found += 1;
-            }
+        let dumped = self
+            .rtnl
+            .dump_each(tc::get_classes(ifindex), "reading the classes", |body| {
+                if netlink::u32_at(body, 4) != ifindex {
+                    return;
+                }
+                if let Some(&i) = index.get(&netlink::u32_at(body, 8)) {
+                    out[i] = tc::parse_counters(body);
+                    found += 1;
+                }
+            })
+            .map_err(socket("reading the classes"))
+            .and_then(|r| r.map_err(|first| EnforceError::Refused { first, count: 1, total: 1 }));
+        if let Err(e) = dumped {
+            self.broken = true;
+            return Err(e);
         }
-        if found < index.len() {
+        let wanted = index.len();
+        if found < wanted {
             self.broken = true;
             return Err(EnforceError::Refused {
                 first: Refused {
                     what: format!("reading the classes of {}", self.dev),
                     errno: 2,
-                    message: Some(format!("{} of {} tenants' classes are missing", index.len() - found, index.len())),
+                    message: Some(format!("{} of {wanted} tenants' classes are missing", wanted - found)),
                 },
                 count: 1,
                 total: 1,
@@ -639,20 +712,21 @@ impl Htb {
             .make_tables()
             .and_then(|()| self.rtnl.transact(batch).map_err(socket("adding a tenant")).and_then(all_ok));
         if let Err(e) = result {
-            if let Some(slot) = self.owned.tenants.remove(&t.name) {
+            if let Some(slot) = self.forget(&t.name) {
                 let _ = self.rtnl.transact(self.delete_slot(&t.name, &slot));
             }
             return Err(e);
         }
         self.order.push(t.name.clone());
+        self.placement = None;
         self.save()
     }
 
     /// Removes a tenant's class, queue and filter.
     pub fn leave(&mut self, name: &str) -> Result<(), EnforceError> {
         self.order.retain(|n| n != name);
-        let Some(slot) = self.owned.tenants.remove(name) else { return Ok(()) };
-        self.applied.remove(&slot.minor);
+        self.placement = None;
+        let Some(slot) = self.forget(name) else { return Ok(()) };
         let result =
             self.rtnl.transact(self.delete_slot(name, &slot)).map_err(socket("removing a tenant")).and_then(all_ok);
         self.save()?;
@@ -693,6 +767,7 @@ impl Htb {
             self.tables.clear();
         }
         self.applied.clear();
+        self.limits.clear();
         self.build(tenants, false)?;
         self.cap_gso(link)?;
         self.save()?;

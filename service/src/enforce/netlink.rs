@@ -65,8 +65,15 @@ const NLMSG_DONE: u16 = 3;
 const NLMSGERR_ATTR_MSG: u16 = 1;
 const HEADER: usize = 16;
 
-/// Sends at most this many bytes in one datagram (below the socket's send buffer).
-const CHUNK: usize = 96 << 10;
+/// Sends at most this many bytes, and this many messages, in one datagram: below the
+/// socket's send buffer, and few enough that every acknowledgement fits its receive
+/// buffer (an ack is small, but the kernel counts each as a whole buffer; one that
+/// does not fit is dropped, and its answer lost).
+const CHUNK: usize = 64 << 10;
+const CHUNK_MESSAGES: usize = 256;
+
+/// How long the kernel may take to answer.
+const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A message being built: the header, a fixed structure, attributes (nested ones
 /// closed with [`Msg::end`]).
@@ -177,20 +184,42 @@ pub struct Rtnl {
     buf: Vec<u8>,
 }
 
-/// The attributes of a message body, from `at`: `(type, value)` in order.
+/// The attributes of a message body: `(type, value)` in order, up to the first short
+/// or broken one.
 pub fn attributes(body: &[u8]) -> Vec<(u16, &[u8])> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at + 4 <= body.len() {
+    Attributes { body, at: 0 }.collect()
+}
+
+/// The attributes of a message body, one at a time (see [`attributes`]).
+pub struct Attributes<'a> {
+    body: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Attributes<'a> {
+    /// Over `body`.
+    pub fn of(body: &'a [u8]) -> Self {
+        Attributes { body, at: 0 }
+    }
+}
+
+impl<'a> Iterator for Attributes<'a> {
+    type Item = (u16, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (body, at) = (self.body, self.at);
+        if at + 4 > body.len() {
+            return None;
+        }
         let len = u16::from_ne_bytes([body[at], body[at + 1]]) as usize;
         let ty = u16::from_ne_bytes([body[at + 2], body[at + 3]]) & 0x3fff;
         if len < 4 || at + len > body.len() {
-            break;
+            self.at = body.len();
+            return None;
         }
-        out.push((ty, &body[at + 4..at + len]));
-        at += (len + 3) & !3;
+        self.at = at + ((len + 3) & !3);
+        Some((ty, &body[at + 4..at + len]))
     }
-    out
 }
 
 /// A `u32` at `at` of `bytes` (0 if short).
@@ -212,6 +241,10 @@ impl Rtnl {
         // Errors carry the kernel's message; acks do not repeat the request.
         let _ = socket.set_ext_ack(true);
         let _ = socket.set_cap_ack(true);
+        // Room for a whole chunk's acks and a dump's datagrams.
+        if rustix::net::sockopt::set_socket_recv_buffer_size_force(&socket, 4 << 20).is_err() {
+            let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, 4 << 20);
+        }
         Ok(Rtnl { socket, seq: 0, buf: vec![0; 1 << 20] })
     }
 
@@ -229,7 +262,7 @@ impl Rtnl {
             let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | flag::ACK;
             msg.buf[6..8].copy_from_slice(&f.to_ne_bytes());
             let bytes = msg.finish(self.seq);
-            if !datagram.is_empty() && datagram.len() + bytes.len() > CHUNK {
+            if !datagram.is_empty() && (datagram.len() + bytes.len() > CHUNK || pending.len() >= CHUNK_MESSAGES) {
                 self.exchange(&datagram, &mut pending, first, &mut results)?;
                 datagram.clear();
             }
@@ -303,7 +336,17 @@ impl Rtnl {
         Ok(())
     }
 
+    /// One datagram from the kernel, within [`ANSWER_TIMEOUT`]. A lost answer (the
+    /// receive buffer overran) is an error, never a wait for ever.
     fn recv(&mut self) -> io::Result<usize> {
+        let mut fds = [rustix::event::PollFd::new(&self.socket, rustix::event::PollFlags::IN)];
+        let timeout = rustix::event::Timespec::try_from(ANSWER_TIMEOUT).unwrap_or(rustix::event::Timespec {
+            tv_sec: 5,
+            tv_nsec: 0,
+        });
+        if rustix::event::poll(&mut fds, Some(&timeout))? == 0 {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the kernel did not answer within 5 s"));
+        }
         let mut slice = &mut self.buf[..];
         self.socket.recv(&mut slice, 0)
     }
@@ -336,13 +379,23 @@ impl Rtnl {
 
     /// A dump: the bodies (after the header) of every answer to `request`.
     pub fn dump(&mut self, request: Msg, what: &str) -> io::Result<Result<Vec<Vec<u8>>, Refused>> {
+        let mut out = Vec::new();
+        Ok(self.dump_each(request, what, |body| out.push(body.to_vec()))?.map(|()| out))
+    }
+
+    /// A dump, each answer's body handed to `each` where it was received.
+    pub fn dump_each(
+        &mut self,
+        request: Msg,
+        what: &str,
+        mut each: impl FnMut(&[u8]),
+    ) -> io::Result<Result<(), Refused>> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let mut msg = request;
         let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | flag::DUMP;
         msg.buf[6..8].copy_from_slice(&f.to_ne_bytes());
         self.socket.send(&msg.finish(seq), 0)?;
-        let mut out = Vec::new();
         loop {
             let n = self.recv()?;
             let mut at = 0;
@@ -354,14 +407,14 @@ impl Rtnl {
                 let ty = u16::from_ne_bytes([self.buf[at + 4], self.buf[at + 5]]);
                 if u32_at(&self.buf, at + 8) == seq {
                     match ty {
-                        NLMSG_DONE => return Ok(Ok(out)),
+                        NLMSG_DONE => return Ok(Ok(())),
                         NLMSG_ERROR => {
                             let errno = -(u32_at(&self.buf, at + HEADER) as i32);
                             if errno != 0 {
                                 return Ok(Err(Refused { what: what.to_string(), errno, message: None }));
                             }
                         }
-                        _ => out.push(self.buf[at + HEADER..at + len].to_vec()),
+                        _ => each(&self.buf[at + HEADER..at + len]),
                     }
                 }
                 at += (len + 3) & !3;

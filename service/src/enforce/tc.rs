@@ -7,7 +7,7 @@
 //! Offsets assume IPv4 headers without options (20 bytes), as `tc`'s own `match ip
 //! dport` does.
 
-use super::netlink::{attributes, flag, kind, u32_at, u64_at, Msg};
+use super::netlink::{attributes, flag, kind, u32_at, u64_at, Attributes, Msg};
 
 /// `TC_H_ROOT`.
 pub const ROOT: u32 = 0xFFFF_FFFF;
@@ -289,9 +289,10 @@ pub fn get_qdiscs(ifindex: u32) -> Msg {
     Msg::new(kind::GET_QDISC, 0).tcmsg(ifindex, 0, 0, 0)
 }
 
-/// Asks for the classes of a device, with their counters.
+/// Asks for the classes of our HTB root on a device, with their counters (the parent
+/// names the qdisc: the kernel then skips the leaf queues, which have no classes).
 pub fn get_classes(ifindex: u32) -> Msg {
-    Msg::new(kind::GET_CLASS, 0).tcmsg(ifindex, 0, 0, 0)
+    Msg::new(kind::GET_CLASS, 0).tcmsg(ifindex, 0, MAJOR << 16, 0)
 }
 
 /// A qdisc or class message: the device, handle, parent and kind.
@@ -334,11 +335,11 @@ pub struct Counters {
 /// The counters of a class message's body (`TCA_STATS2`).
 pub fn parse_counters(body: &[u8]) -> Counters {
     let mut c = Counters::default();
-    for (t, v) in attributes(body.get(20..).unwrap_or_default()) {
+    for (t, v) in Attributes::of(body.get(20..).unwrap_or_default()) {
         if t != TCA_STATS2 {
             continue;
         }
-        for (s, w) in attributes(v) {
+        for (s, w) in Attributes::of(v) {
             match s {
                 TCA_STATS_BASIC => c.bytes = u64_at(w, 0),
                 TCA_STATS_QUEUE => {
