@@ -37,10 +37,18 @@ pub struct EnforceReport {
     pub quantum_cpu_ms: f64,
     /// Quanta of that run that ended before their period did, of all.
     pub quanta_on_time: f64,
-    /// Sending one UDP packet that the first tenant's filter classifies (median), ns.
-    pub classify_first_ns: f64,
-    /// The same for the last tenant, ns.
-    pub classify_last_ns: f64,
+    /// Sending one UDP packet that the first and the last tenant's filter classifies.
+    pub classify_ns: Classify,
+}
+
+/// The time to send one packet classified to the first and to the last tenant
+/// (median), ns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Classify {
+    /// The first tenant's.
+    pub first: f64,
+    /// The last tenant's.
+    pub last: f64,
 }
 
 /// Why the bench could not run.
@@ -147,9 +155,8 @@ pub fn inside(tenants: usize) -> Result<EnforceReport, EnforceBenchError> {
     let mut htb = Htb::install("ba", link_bps, &list, quantum, DEFAULT_MAX_PACKET)?;
     let install_ms = started.elapsed().as_secs_f64() * 1e3;
     // Every rate changes every round: two alternating allocations.
-    let rates = |round: usize| -> Vec<u64> {
-        (0..tenants).map(|i| 1_000_000 * (1 + ((i + round) % 7) as u64)).collect()
-    };
+    let rates =
+        |round: usize| -> Vec<u64> { (0..tenants).map(|i| 1_000_000 * (1 + ((i + round) % 7) as u64)).collect() };
     let mut apply = Vec::new();
     let mut counters = Vec::new();
     for round in 0..9 {
@@ -167,7 +174,8 @@ pub fn inside(tenants: usize) -> Result<EnforceReport, EnforceBenchError> {
     for round in 0..3 {
         let mut batch = String::new();
         for (i, r) in rates(round + 20).iter().enumerate() {
-            batch += &format!("class change dev ba parent fa17:1 classid fa17:{:x} htb rate {r}bit ceil {r}bit\n", 0x10 + i);
+            batch +=
+                &format!("class change dev ba parent fa17:1 classid fa17:{:x} htb rate {r}bit ceil {r}bit\n", 0x10 + i);
         }
         let t = Instant::now();
         let mut child = Command::new("tc")
@@ -215,8 +223,7 @@ pub fn inside(tenants: usize) -> Result<EnforceReport, EnforceBenchError> {
         counters_ms: median(counters),
         quantum_cpu_ms,
         quanta_on_time,
-        classify_first_ns: median(first),
-        classify_last_ns: median(last),
+        classify_ns: Classify { first: median(first), last: median(last) },
     })
 }
 

@@ -189,8 +189,8 @@ fn enforce(tenants: usize, json: bool, inside: bool) -> Result<(), CliError> {
         vec!["read every counter".to_string(), format!("{:.2} ms", r.counters_ms)],
         vec!["CPU per live quantum (measured demand)".to_string(), format!("{:.2} ms", r.quantum_cpu_ms)],
         vec!["live quanta on time".to_string(), format!("{:.1}%", 100.0 * r.quanta_on_time)],
-        vec!["send a packet: first tenant".to_string(), format!("{:.0} ns", r.classify_first_ns)],
-        vec!["send a packet: last tenant".to_string(), format!("{:.0} ns", r.classify_last_ns)],
+        vec!["send a packet: first tenant".to_string(), format!("{:.0} ns", r.classify_ns.first)],
+        vec!["send a packet: last tenant".to_string(), format!("{:.0} ns", r.classify_ns.last)],
     ];
     out!("{}", table(&["what", "time"], &rows))
 }

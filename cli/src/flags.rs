@@ -517,7 +517,7 @@ pub struct BenchEnforceArgs {
     /// Tenants in the tree.
     #[arg(long)]
     pub tenants: usize,
-    /// Print JSON (fields install_ms, apply_ms, counters_ms, classify_first_ns...).
+    /// Print JSON (install_ms, apply_ms, apply_tc_batch_ms, counters_ms, quantum_cpu_ms, quanta_on_time, classify_ns.first and .last).
     #[arg(long)]
     pub json: bool,
     /// Run the measurement here (inside the namespace the bench made).

@@ -310,14 +310,17 @@ fn a_truncated_or_emptied_ledger_is_refused_at_start() {
 }
 
 #[test]
-fn a_resume_with_another_configuration_is_refused_naming_the_field_unless_accepted() {
+fn a_resume_with_another_pool_configuration_is_refused_naming_the_field_unless_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let st = state.to_str().unwrap();
+    let credits_before;
     {
         let s = serve(&example(), &["--clock", "manual", "--state", st]);
         assert_eq!(s.http("PUT", "/v1/tenants/A/demand", "{\"slices\": 3}").0, 204);
-        s.json("POST", "/v1/quantum", "");
+        let v = s.json("POST", "/v1/quantum", "");
+        credits_before = [v["tenants"][0]["credits"].clone(), v["tenants"][1]["credits"].clone()];
+        assert!(credits_before.iter().all(Value::is_string), "{v}");
     }
     let text = std::fs::read_to_string(example()).unwrap();
     for (from, to, field) in [
@@ -325,25 +328,35 @@ fn a_resume_with_another_configuration_is_refused_naming_the_field_unless_accept
         ("initial_credits = 6", "initial_credits = 7", "pool.initial_credits: 6 in the ledger, 7 in the file"),
         ("capacity = 6 ", "capacity = 9 ", "pool.capacity (slices): 6 in the ledger, 9 in the file"),
         ("policy = \"karma\"", "policy = \"maxmin\"", "pool.policy: karma in the ledger, maxmin in the file"),
-        ("name = \"C\"", "name = \"D\"", "the file adds [\"D\"] and removes [\"C\"]"),
     ] {
         let config = write_file(dir.path(), "changed.toml", &text.replacen(from, to, 1), 0o644);
         let (code, err) = refused(&["serve", "--config", config.to_str().unwrap(), "--clock", "manual", "--state", st]);
         assert_eq!(code, Some(2), "{err}");
         assert!(err.contains(field) && err.contains("--accept-config-changes"), "{to}: {err}");
     }
-    // Accepted: D joins (from the file) and C leaves; A and B keep their credits.
-    let config = write_file(dir.path(), "changed.toml", &text.replacen("name = \"C\"", "name = \"D\"", 1), 0o644);
-    let log = dir.path().join("accept.log");
-    let s = serve_logged(&config, &["--clock", "manual", "--state", st, "--accept-config-changes"], Some(&log));
+    // Tenants the file adds and removes join and leave, logged, with no flag; the
+    // others keep their credits.
+    let renamed = text.replacen("name = \"C\"", "name = \"D\"", 1);
+    let config = write_file(dir.path(), "changed.toml", &renamed, 0o644);
+    let log = dir.path().join("members.log");
+    let s = serve_logged(&config, &["--clock", "manual", "--state", st], Some(&log));
     let v = s.json("GET", "/v1/allocations", "");
     let names: Vec<&str> = v["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["A", "B", "D"], "{v}");
     assert_eq!(v["quantum"], 1);
+    assert_eq!([v["tenants"][0]["credits"].clone(), v["tenants"][1]["credits"].clone()], credits_before, "{v}");
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.contains("accepting a configuration change: tenants: the file adds [\"D\"]"), "{logged}");
+    assert!(
+        logged.contains("applying a configuration change: tenants: the file adds [\"D\"] and removes [\"C\"]"),
+        "{logged}"
+    );
     drop(s);
-    // Accepted once, it is the ledger's: the next start needs no flag.
+    // A pool field accepted once is the ledger's: the next start needs no flag.
+    let config = write_file(dir.path(), "changed.toml", &renamed.replacen("alpha = 0.5", "alpha = 0.25", 1), 0o644);
+    let log = dir.path().join("accept.log");
+    drop(serve_logged(&config, &["--clock", "manual", "--state", st, "--accept-config-changes"], Some(&log)));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("applying a configuration change: pool.alpha: 0.5 in the ledger, 0.25"), "{logged}");
     let _s = serve(&config, &["--clock", "manual", "--state", st]);
 }
 

@@ -79,11 +79,24 @@ impl Drop for Running {
 /// `fairshare ARGS`, with its first line on stdout (it says the command is ready);
 /// stderr is kept in `stderr` if given, else dropped.
 pub fn spawn_until_first_line(args: &[&str], stderr: Option<&Path>) -> (Child, String) {
+    spawn_in(None, args, stderr)
+}
+
+/// As [`spawn_until_first_line`], inside the network namespace `netns` if given.
+pub fn spawn_in(netns: Option<&str>, args: &[&str], stderr: Option<&Path>) -> (Child, String) {
     let err = match stderr {
         Some(p) => Stdio::from(std::fs::File::create(p).unwrap()),
         None => Stdio::null(),
     };
-    let mut child = Command::new(bin()).args(args).stdout(Stdio::piped()).stderr(err).spawn().unwrap();
+    let mut command = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, bin()]);
+            c
+        }
+        None => Command::new(bin()),
+    };
+    let mut child = command.args(args).stdout(Stdio::piped()).stderr(err).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     (child, line)
@@ -96,12 +109,21 @@ pub fn serve(config: &Path, extra: &[&str]) -> Running {
 
 /// As [`serve`], its stderr kept in `log`.
 pub fn serve_logged(config: &Path, extra: &[&str], log: Option<&Path>) -> Running {
+    serve_in(None, config, extra, log)
+}
+
+/// As [`serve_logged`], inside the network namespace `netns` if given.
+pub fn serve_in(netns: Option<&str>, config: &Path, extra: &[&str], log: Option<&Path>) -> Running {
     let mut args = vec!["serve", "--config", config.to_str().unwrap()];
     if !extra.contains(&"--listen") {
         args.extend(["--listen", "127.0.0.1:0"]);
     }
     args.extend_from_slice(extra);
-    let (child, line) = spawn_until_first_line(&args, log);
+    let (child, line) = spawn_in(netns, &args, log);
+    if line.is_empty() {
+        let said = log.map(|l| std::fs::read_to_string(l).unwrap_or_default()).unwrap_or_default();
+        panic!("fairshare serve did not start: {said}");
+    }
     let addr = if let Some(path) = line.trim().strip_prefix("fairshare serve: listening on unix:") {
         Addr::Unix(PathBuf::from(path))
     } else {

@@ -21,20 +21,25 @@
 //! the floor a tenant without slices is held to costs at most half a quantum per such
 //! packet (`2 x max_packet x 8 / quantum` bit/s), each class's bucket holds a packet
 //! and a millisecond, and each leaf queue holds 50 to 100 ms at its rate (TCP's round
-//! trip, and so how fast it follows a raise, grows with the queue). docs/bandwidth.md has the
-//! measurements behind these numbers.
+//! trip, and so how fast it follows a raise, grows with the queue) and 16 largest
+//! packets at least (flows held at the floor then lose nothing to the queue's size,
+//! and are not in retransmission timeouts when their rate rises). docs/bandwidth.md
+//! has the measurements behind these numbers.
 //!
 //! **Ownership.** The file `/run/fairshare/htb-NETNS-DEV.json` holds the owner's
 //! process id, the device's GSO sizes before the cap, and each tenant's class and
-//! filter. A tree of a dead owner is taken over in place (no moment unshaped): classes
-//! and filters are replaced where they are, those of tenants gone deleted. A tree of a
+//! filter. A tree of a dead owner is taken over in place (no moment unshaped): its
+//! classes keep the rates they have until the first quantum sets them, filters are
+//! replaced where they are, the objects of tenants gone are deleted. A tree of a
 //! live owner, or any other root qdisc, is refused. On exit the tree goes, the GSO
 //! sizes are restored and the file is removed; a start that fails removes what it
 //! installed and leaves a tree it took over.
 //!
 //! **Faults.** A change the kernel refuses is reported with the kernel's own message;
-//! a lost tree or device is seen at the next quantum, and the tree is reinstalled
-//! (in place, replace semantics) as soon as the device is back ([`Htb::repair`]).
+//! a lost tree or device is seen at the next quantum (a rate change refused, a class
+//! missing from the counters, or the root checked when nothing changed), and the tree
+//! is reinstalled (in place, replace semantics) as soon as the device is back
+//! ([`Htb::repair`]).
 
 pub mod estimate;
 pub mod netlink;
@@ -52,6 +57,13 @@ use netlink::{Msg, Refused, Rtnl};
 pub use tc::Counters;
 use tc::{Key, Shape};
 
+/// The kernel's error numbers the enforcer tells apart.
+mod libc_errno {
+    pub const ENOENT: i32 = 2;
+    pub const ENODEV: i32 = 19;
+    pub const EINVAL: i32 = 22;
+}
+
 /// Where the owner files go (a systemd unit's `RuntimeDirectory=fairshare`).
 const OWNER_DIR: &str = "/run/fairshare";
 
@@ -63,6 +75,14 @@ pub const DEFAULT_MAX_PACKET: u32 = 2 * 1514;
 /// how fast it follows a raise, grows); set to the middle when the rate leaves that
 /// band, so a rate that swings by a third costs no change of queue.
 const QUEUE_MIN: Duration = Duration::from_millis(50);
+
+/// The fewest largest packets a leaf queue holds, whatever its rate: the smallest
+/// windows of the flows of a tenant held at the floor (4 packets for BBR, per flow)
+/// then fit, they lose nothing to the queue's size, and they do not fall into
+/// retransmission timeouts (200 ms at least, doubling), which would keep them silent
+/// for quanta after their rate is raised. Measured on the TCP pattern: with 2 packets,
+/// a raise from the floor was reached after 2-2.5 quanta; with 8, 2; with 16, 1-1.5.
+const QUEUE_PACKETS: u64 = 16;
 
 /// The root table's nodes: the link to destination ports, to source addresses, then
 /// the firewall marks (one node each, from `MARK_NODE`).
@@ -127,6 +147,14 @@ pub enum EnforceError {
         tenant: String,
         /// What is wrong.
         reason: String,
+    },
+    /// The tree is no longer the device's root.
+    #[error("enforce.dev: the HTB tree on {dev} is gone: {what}; it is reinstalled at the next quantum")]
+    Lost {
+        /// The device.
+        dev: String,
+        /// What is there instead.
+        what: String,
     },
     /// The owner file could not be written.
     #[error("writing {}: {source}", path.display())]
@@ -285,10 +313,10 @@ impl Htb {
         Shape { bps, burst: u64::from(self.max_packet) + bps / 8 / 1000, quantum: self.max_packet }
     }
 
-    /// The bytes a leaf queue holds in `time` at `bps` (two packets at least).
+    /// The bytes a leaf queue holds in `time` at `bps` ([`QUEUE_PACKETS`] at least).
     fn queue_bytes(&self, bps: u64, time: Duration) -> u32 {
         let at_rate = (bps.max(self.floor_bps) as f64 / 8.0 * time.as_secs_f64()) as u64;
-        u32::try_from(at_rate.max(2 * u64::from(self.max_packet))).unwrap_or(u32::MAX)
+        u32::try_from(at_rate.max(QUEUE_PACKETS * u64::from(self.max_packet))).unwrap_or(u32::MAX)
     }
 
     /// A leaf queue's limit at `bps`, given the one it has: kept while it holds between
@@ -306,8 +334,7 @@ impl Htb {
         if self.placement.is_none() {
             let tenants = &self.owned.tenants;
             let minors: Vec<Option<u32>> = self.order.iter().map(|n| tenants.get(n).map(|s| s.minor)).collect();
-            let by_class =
-                minors.iter().enumerate().filter_map(|(i, m)| m.map(|m| (tc::class(m), i))).collect();
+            let by_class = minors.iter().enumerate().filter_map(|(i, m)| m.map(|m| (tc::class(m), i))).collect();
             self.placement = Some(Placement { minors, by_class });
         }
     }
@@ -350,7 +377,7 @@ impl Htb {
             .map(|l| l.to_string_lossy().trim_start_matches("net:[").trim_end_matches(']').to_string())
             .unwrap_or_default();
         let owner_file = PathBuf::from(format!("{OWNER_DIR}/htb-{netns}-{dev}.json"));
-        let root = Self::root_of(&mut rtnl, link.ifindex)?;
+        let root = Self::root_of(&mut rtnl, link.ifindex, dev)?;
         let previous: Option<Owned> =
             std::fs::read(&owner_file).ok().and_then(|b| serde_json::from_slice::<Owned>(&b).ok());
         let ours = root.as_ref().is_some_and(|(kind, handle)| kind == "htb" && *handle == tc::MAJOR << 16);
@@ -414,17 +441,34 @@ impl Htb {
         Ok(htb)
     }
 
-    /// The device's root qdisc: kind and handle.
-    fn root_of(rtnl: &mut Rtnl, ifindex: u32) -> Result<Option<(String, u32)>, EnforceError> {
-        let qdiscs = rtnl
-            .dump(tc::get_qdiscs(ifindex), "reading the qdiscs")
-            .map_err(socket("reading the qdiscs"))?
-            .map_err(|first| EnforceError::Refused { first, count: 1, total: 1 })?;
-        Ok(qdiscs
-            .iter()
-            .map(|b| tc::parse_object(b))
-            .find(|o| o.ifindex == ifindex && o.parent == tc::ROOT && o.handle != 0)
-            .map(|o| (o.kind, o.handle)))
+    /// The device's root qdisc, kind and handle (none: the device's default, handle 0).
+    fn root_of(rtnl: &mut Rtnl, ifindex: u32, dev: &str) -> Result<Option<(String, u32)>, EnforceError> {
+        let answer = rtnl.get_acked(tc::get_root(ifindex), "reading the root qdisc");
+        match answer.map_err(socket("reading the root qdisc"))? {
+            Ok(None) => Ok(None),
+            Ok(Some(body)) => {
+                let o = tc::parse_object(&body);
+                Ok((o.handle != 0).then_some((o.kind, o.handle)))
+            }
+            Err(refused) if refused.errno == libc_errno::ENOENT => Ok(None),
+            Err(refused) if refused.errno == libc_errno::ENODEV => Err(EnforceError::NoDevice { dev: dev.to_string() }),
+            Err(first) => Err(EnforceError::Refused { first, count: 1, total: 1 }),
+        }
+    }
+
+    /// Checks that the tree is still the device's root (one request): a lost tree or
+    /// device is an error, and the tree is then to be repaired.
+    pub fn check(&mut self) -> Result<(), EnforceError> {
+        let root = Self::root_of(&mut self.rtnl, self.ifindex, &self.dev);
+        let lost = |what: String| EnforceError::Lost { dev: self.dev.clone(), what };
+        let result = match root {
+            Ok(Some((kind, handle))) if kind == "htb" && handle == tc::MAJOR << 16 => return Ok(()),
+            Ok(Some((kind, handle))) => Err(lost(format!("the root qdisc is now `{kind} {:x}:`", handle >> 16))),
+            Ok(None) => Err(lost("the root qdisc was removed".into())),
+            Err(e) => Err(e),
+        };
+        self.broken = true;
+        result
     }
 
     /// Builds (or rebuilds in place) the whole tree for `tenants` at the floor; a stale
@@ -468,9 +512,12 @@ impl Htb {
             (source_link, "the link to the sources' table".to_string()),
         ];
         all_ok(self.rtnl.transact(links).map_err(socket("installing the tree"))?)?;
+        // A tree taken over keeps the classes it has, at the rates they have, until the
+        // first quantum sets them: no moment at the floor, none unshaped.
+        let kept = if self.installed == Installed::TakenOver { self.class_handles()? } else { Default::default() };
         let mut batch = Vec::new();
         for t in tenants {
-            batch.extend(self.tenant_objects(t)?);
+            batch.extend(self.tenant_objects(t, &kept)?);
         }
         self.make_tables()?;
         all_ok(self.rtnl.transact(batch).map_err(socket("installing the tenants"))?)?;
@@ -517,9 +564,29 @@ impl Htb {
         })
     }
 
+    /// The handles of the classes under our root.
+    fn class_handles(&mut self) -> Result<std::collections::HashSet<u32>, EnforceError> {
+        let mut handles = std::collections::HashSet::new();
+        let ifindex = self.ifindex;
+        self.rtnl
+            .dump_each(tc::get_classes(ifindex), "reading the classes", |body| {
+                if netlink::u32_at(body, 4) == ifindex {
+                    handles.insert(netlink::u32_at(body, 8));
+                }
+            })
+            .map_err(socket("reading the classes"))?
+            .map_err(|first| EnforceError::Refused { first, count: 1, total: 1 })?;
+        Ok(handles)
+    }
+
     /// The messages that make (or replace in place) `t`'s class, leaf queue, tables and
-    /// filter, at the floor; its slot recorded.
-    fn tenant_objects(&mut self, t: &Tenant) -> Result<Vec<(Msg, String)>, EnforceError> {
+    /// filter, at the floor; its slot recorded. A class in `kept` (of a tree taken over)
+    /// stays as it is, with its queue, and its rate is sent at the next [`Htb::apply`].
+    fn tenant_objects(
+        &mut self,
+        t: &Tenant,
+        kept: &std::collections::HashSet<u32>,
+    ) -> Result<Vec<(Msg, String)>, EnforceError> {
         let ix = self.ifindex;
         let c = classify(t)?;
         let slot = match self.owned.tenants.get(&t.name) {
@@ -531,13 +598,20 @@ impl Htb {
             }
         };
         let mut batch = Vec::new();
-        let shape = self.shape(self.floor_bps);
-        batch.push((
-            tc::class_msg(ix, tc::class(slot.minor), tc::LINK_CLASS, shape),
-            format!("the class of `{}`", t.name),
-        ));
-        let limit = self.queue_limit(self.floor_bps, None);
-        batch.push((tc::leaf_qdisc(ix, slot.minor, limit), format!("the queue of `{}`", t.name)));
+        if kept.contains(&tc::class(slot.minor)) {
+            self.applied.remove(&slot.minor);
+            self.limits.remove(&slot.minor);
+        } else {
+            let shape = self.shape(self.floor_bps);
+            batch.push((
+                tc::class_msg(ix, tc::class(slot.minor), tc::LINK_CLASS, shape),
+                format!("the class of `{}`", t.name),
+            ));
+            let limit = self.queue_limit(self.floor_bps, None);
+            batch.push((tc::leaf_qdisc(ix, slot.minor, limit), format!("the queue of `{}`", t.name)));
+            self.applied.insert(slot.minor, self.floor_bps);
+            self.limits.insert(slot.minor, limit);
+        }
         if let Some((table, bucket)) = c.leaf {
             if self.tables.insert(table) {
                 let first = if table >= SOURCE_LEAVES { SOURCE_TABLE } else { PORT_TABLE };
@@ -553,8 +627,6 @@ impl Htb {
             tc::leaf_filter(ix, slot.node, &c.keys, c.mark, tc::class(slot.minor)),
             format!("the filter of `{}`", t.name),
         ));
-        self.applied.insert(slot.minor, self.floor_bps);
-        self.limits.insert(slot.minor, limit);
         self.record(&t.name, slot);
         Ok(batch)
     }
@@ -570,7 +642,12 @@ impl Htb {
             return Ok(());
         }
         let results = self.rtnl.transact(batch).map_err(socket("making the filter tables"))?;
-        all_ok(results.into_iter().map(|r| r.or_else(|e| if e.errno == 22 { Ok(()) } else { Err(e) })).collect())
+        all_ok(
+            results
+                .into_iter()
+                .map(|r| r.or_else(|e| if e.errno == libc_errno::EINVAL { Ok(()) } else { Err(e) }))
+                .collect(),
+        )
     }
 
     /// A free node for a filter of `c` (in its bucket, or among the root's marks).
@@ -621,7 +698,8 @@ impl Htb {
     }
 
     /// Sets every tenant's rate and ceiling (and its queue) where it changed, in one
-    /// batch; `rates_bps` in the pool's order.
+    /// batch; `rates_bps` in the pool's order. When nothing changed, the tree is checked
+    /// instead ([`Htb::check`]): a lost tree is seen at the next quantum either way.
     pub fn apply(&mut self, rates_bps: &[u64]) -> Result<(), EnforceError> {
         let mut batch = Vec::new();
         let mut changed = Vec::new();
@@ -645,7 +723,7 @@ impl Htb {
             changed.push((minor, bps, limit));
         }
         if batch.is_empty() {
-            return Ok(());
+            return self.check();
         }
         let result = self.rtnl.transact(batch).map_err(socket("changing the rates")).and_then(all_ok);
         match &result {
@@ -692,14 +770,9 @@ impl Htb {
         let wanted = index.len();
         if found < wanted {
             self.broken = true;
-            return Err(EnforceError::Refused {
-                first: Refused {
-                    what: format!("reading the classes of {}", self.dev),
-                    errno: 2,
-                    message: Some(format!("{} of {wanted} tenants' classes are missing", wanted - found)),
-                },
-                count: 1,
-                total: 1,
+            return Err(EnforceError::Lost {
+                dev: self.dev.clone(),
+                what: format!("{} of {wanted} tenants' classes are missing", wanted - found),
             });
         }
         Ok(out)
@@ -707,7 +780,7 @@ impl Htb {
 
     /// Adds a tenant (class, queue, filter) at the floor, last in the pool's order.
     pub fn join(&mut self, t: &Tenant) -> Result<(), EnforceError> {
-        let batch = self.tenant_objects(t)?;
+        let batch = self.tenant_objects(t, &Default::default())?;
         let result = self
             .make_tables()
             .and_then(|()| self.rtnl.transact(batch).map_err(socket("adding a tenant")).and_then(all_ok));
@@ -749,7 +822,7 @@ impl Htb {
             };
         let moved = link.ifindex != self.ifindex;
         self.ifindex = link.ifindex;
-        let root = Self::root_of(&mut self.rtnl, self.ifindex)?;
+        let root = Self::root_of(&mut self.rtnl, self.ifindex, &self.dev)?;
         match &root {
             Some((kind, handle)) if kind == "htb" && *handle == tc::MAJOR << 16 => {
                 self.installed = Installed::TakenOver

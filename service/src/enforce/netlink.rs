@@ -46,6 +46,8 @@ pub mod flag {
     pub const MULTI: u16 = 0x2;
     /// `NLM_F_ACK`.
     pub const ACK: u16 = 0x4;
+    /// `NLM_F_ECHO` (a `GET` of one qdisc is answered to the asker only with it).
+    pub const ECHO: u16 = 0x8;
     /// `NLM_F_DUMP`.
     pub const DUMP: u16 = 0x300;
     /// `NLM_F_REPLACE`.
@@ -259,7 +261,7 @@ impl Rtnl {
         for (msg, what) in batch {
             self.seq = self.seq.wrapping_add(1);
             let mut msg = msg;
-            let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | flag::ACK;
+            let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | flag::ACK | flag::ECHO;
             msg.buf[6..8].copy_from_slice(&f.to_ne_bytes());
             let bytes = msg.finish(self.seq);
             if !datagram.is_empty() && (datagram.len() + bytes.len() > CHUNK || pending.len() >= CHUNK_MESSAGES) {
@@ -340,10 +342,8 @@ impl Rtnl {
     /// receive buffer overran) is an error, never a wait for ever.
     fn recv(&mut self) -> io::Result<usize> {
         let mut fds = [rustix::event::PollFd::new(&self.socket, rustix::event::PollFlags::IN)];
-        let timeout = rustix::event::Timespec::try_from(ANSWER_TIMEOUT).unwrap_or(rustix::event::Timespec {
-            tv_sec: 5,
-            tv_nsec: 0,
-        });
+        let timeout = rustix::event::Timespec::try_from(ANSWER_TIMEOUT)
+            .unwrap_or(rustix::event::Timespec { tv_sec: 5, tv_nsec: 0 });
         if rustix::event::poll(&mut fds, Some(&timeout))? == 0 {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "the kernel did not answer within 5 s"));
         }
@@ -371,6 +371,42 @@ impl Rtnl {
                         return Ok(Err(Refused { what: what.to_string(), errno, message: None }));
                     }
                     return Ok(Ok(self.buf[at + HEADER..at + len].to_vec()));
+                }
+                at += (len + 3) & !3;
+            }
+        }
+    }
+
+    /// One request, echoed and acknowledged: the answer's body if the kernel sent one
+    /// (a `GET` of a device's root qdisc is sent to the asker only when echo is asked
+    /// for, and not at all for a built-in default), or why not. Reads up to the
+    /// acknowledgement, so that nothing of it is left for the next request.
+    pub fn get_acked(&mut self, request: Msg, what: &str) -> io::Result<Result<Option<Vec<u8>>, Refused>> {
+        self.seq = self.seq.wrapping_add(1);
+        let seq = self.seq;
+        let mut msg = request;
+        let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | flag::ACK | flag::ECHO;
+        msg.buf[6..8].copy_from_slice(&f.to_ne_bytes());
+        self.socket.send(&msg.finish(seq), 0)?;
+        let mut body = None;
+        loop {
+            let n = self.recv()?;
+            let mut at = 0;
+            while at + HEADER <= n {
+                let len = u32_at(&self.buf, at) as usize;
+                if len < HEADER || at + len > n {
+                    break;
+                }
+                let ty = u16::from_ne_bytes([self.buf[at + 4], self.buf[at + 5]]);
+                if u32_at(&self.buf, at + 8) == seq {
+                    if ty == NLMSG_ERROR {
+                        let errno = -(u32_at(&self.buf, at + HEADER) as i32);
+                        if errno == 0 {
+                            return Ok(Ok(body));
+                        }
+                        return Ok(Err(Refused { what: what.to_string(), errno, message: None }));
+                    }
+                    body = Some(self.buf[at + HEADER..at + len].to_vec());
                 }
                 at += (len + 3) & !3;
             }

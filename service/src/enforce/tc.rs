@@ -284,6 +284,11 @@ pub fn parse_link(body: &[u8]) -> Link {
     }
 }
 
+/// Asks for a device's root qdisc (one answer).
+pub fn get_root(ifindex: u32) -> Msg {
+    Msg::new(kind::GET_QDISC, 0).tcmsg(ifindex, 0, ROOT, 0)
+}
+
 /// Asks for every qdisc (of every device: the caller keeps its own).
 pub fn get_qdiscs(ifindex: u32) -> Msg {
     Msg::new(kind::GET_QDISC, 0).tcmsg(ifindex, 0, 0, 0)
