@@ -128,6 +128,8 @@ fn quanta_until(s: &Running, start: Instant, first: u32, count: u32, quanta: &mu
 
 /// The test's sampling period of the receiver's counters.
 const SAMPLE: Duration = Duration::from_millis(100);
+/// The sampling period where the time a raise takes is measured: it is known to this.
+const RAISE_SAMPLE: Duration = Duration::from_millis(25);
 /// iperf3 servers in the receiving namespace, UDP clients in the sending one for
 /// `secs` seconds at `rates` (Mbit/s). Returns the clients and the files their JSON
 /// reports go to (a pipe would fill and stall them).
@@ -312,7 +314,7 @@ fn htb_enforces_each_quantum_and_karma_is_fairer_on_the_wire() {
         for (w, tenants) in windows.iter().enumerate() {
             for (u, (demand, alloc, wire)) in tenants.iter().enumerate() {
                 // Within 10% of the allocation, or 2 Mbit/s for small ones (UDP datagrams,
-                // HTB's burst, and the floor of 121 kbit/s a tenant without slices keeps).
+                // HTB's burst, and the floor of 0.97 Mbit/s a tenant without slices keeps).
                 assert!(
                     (wire - alloc).abs() <= 0.1 * alloc + 2.0,
                     "{policy}, window {w}, tenant {}: demand {demand}, allocation {alloc:.1}, wire {wire:.1} Mbit/s\n{windows:?}",
@@ -343,14 +345,17 @@ const TCP_PATTERN: [[u64; 4]; 8] = [
 ];
 
 /// How long after a raise of tenant `u`'s rate the receiver got at least 90% of it over
-/// a 200 ms window, in quanta, for each raise (by more than 10% and 2 Mbit/s) that could
-/// be judged: windows are tried every 50 ms from the raise on, against the lowest rate
-/// in force during the window; a raise taken back before it was reached is not judged.
-/// A window's rate is uncertain by the sampling's spread over 200 ms; it counts as
-/// reached if within that of 90%.
+/// a window of a quantum, in quanta, for each raise (by more than 10% and 2 Mbit/s) that
+/// could be judged; a raise taken back before it was reached is not judged. Windows
+/// run between two of the receiver's samples (bytes counted, never interpolated: a
+/// step within a sampling period would be smeared over it), from each sample read
+/// wholly after the raise; the time is to the window's end, so it is known to the
+/// sampling period. A sample's time is uncertain by the time its reading took: the
+/// rate of a window counts as reached if within that of 90%, against the lowest rate
+/// in force during the window.
 fn raises(quanta: &[Quantum], got: &Received, u: usize) -> Vec<f64> {
-    let end = got.samples.last().unwrap().at();
     let slack = 1.0 - got.spread().as_secs_f64() / QUANTUM.as_secs_f64();
+    let samples = &got.samples;
     let mut delays = Vec::new();
     for q in 1..quanta.len() {
         let (old, new) = (quanta[q - 1].mbps[u], quanta[q].mbps[u]);
@@ -358,15 +363,16 @@ fn raises(quanta: &[Quantum], got: &Received, u: usize) -> Vec<f64> {
             continue;
         }
         let t0 = quanta[q].at;
-        for k in 0.. {
-            let from = t0 + Duration::from_millis(50) * k;
-            let to = from + QUANTUM;
-            let low = lowest_rate(quanta, u, from, to);
-            if to > end || low < 1.1 * old + 2.0 {
+        let first = samples.partition_point(|s| s.before < t0);
+        for (i, from) in samples.iter().enumerate().skip(first) {
+            let Some(to) = samples[i..].iter().find(|s| s.at() >= from.at() + QUANTUM) else { break };
+            let low = lowest_rate(quanta, u, from.at(), to.at());
+            if low < 1.1 * old + 2.0 {
                 break;
             }
-            let took = (to - t0).as_secs_f64() / QUANTUM.as_secs_f64();
-            if got.mbps(u, from, to) >= 0.9 * low * slack || took > 10.0 {
+            let took = (to.at() - t0).as_secs_f64() / QUANTUM.as_secs_f64();
+            let mbps = (to.bytes[u] - from.bytes[u]) as f64 * 8.0 / (to.at() - from.at()).as_secs_f64() / 1e6;
+            if mbps >= 0.9 * low * slack || took > 10.0 {
                 delays.push(took);
                 break;
             }
@@ -407,40 +413,44 @@ fn tcp_tenants_follow_their_allocations_on_the_wire() {
     declare(&s, &TCP_NAMES, &[10; 4]);
     quantum(&s);
     lab.servers(&TCP_PORTS);
-    let secs = TCP_PATTERN.len() as u32 * 2 + 4;
+    // The pattern twice (32 s): enough raises that the p90 is not the worst one.
+    let windows: Vec<[u64; 4]> = TCP_PATTERN.iter().chain(&TCP_PATTERN).copied().collect();
+    let secs = windows.len() as u32 * 2 + 4;
     let clients = lab.tcp_clients(&TCP_PORTS, 4, secs, None);
-    let sampler = Sampler::start(&lab.b, &TCP_PORTS, SAMPLE, Duration::from_secs(u64::from(secs) + 10));
+    let sampler = Sampler::start(&lab.b, &TCP_PORTS, RAISE_SAMPLE, Duration::from_secs(u64::from(secs) + 10));
     std::thread::sleep(Duration::from_secs(1));
     let start = Instant::now();
     let mut quanta = Vec::new();
-    for (w, demand) in TCP_PATTERN.iter().enumerate() {
+    for (w, demand) in windows.iter().enumerate() {
         declare(&s, &TCP_NAMES, demand);
         quanta_until(&s, start, w as u32 * 10, 10, &mut quanta);
     }
     // One more: the end of the last window.
-    quanta_until(&s, start, TCP_PATTERN.len() as u32 * 10, 1, &mut quanta);
+    quanta_until(&s, start, windows.len() as u32 * 10, 1, &mut quanta);
     let got = sampler.finish();
     lab.stop(&clients);
     let (mut alloc, mut wire, mut demand) = (Vec::new(), Vec::new(), Vec::new());
-    for (w, d) in TCP_PATTERN.iter().enumerate() {
+    for (w, d) in windows.iter().enumerate() {
         let (from, to) = (quanta[w * 10].at, quanta[w * 10 + 10].at);
         alloc.push((0..4).map(|u| mean_rate(&quanta, u, from, to)).collect::<Vec<f64>>());
         wire.push((0..4).map(|u| got.mbps(u, from, to)).collect::<Vec<f64>>());
         demand.push(d.iter().map(|&x| x as f64).collect::<Vec<f64>>());
     }
     let (predicted, measured) = (fairness(&alloc, &demand), fairness(&wire, &demand));
-    let delays: Vec<f64> = (0..4).flat_map(|u| raises(&quanta, &got, u)).collect();
+    let each: Vec<Vec<f64>> = (0..4).map(|u| raises(&quanta, &got, u)).collect();
+    let delays: Vec<f64> = each.concat();
     let silent: Vec<_> = (0..4).map(|u| silent_windows(&quanta, &got, u)).collect();
     eprintln!(
         "bandwidth: TCP: fairness predicted {predicted:.3}, on the wire {measured:.3}; {} raises reached in \
-         median {:.2}, p90 {:.2}, max {:.2} quanta; sampling spread {:?}",
+         median {:.2}, p90 {:.2}, max {:.2} quanta ({}); sampling spread {:?}",
         delays.len(),
         quantile(&delays, 0.5),
         quantile(&delays, 0.9),
         quantile(&delays, 1.0),
+        (0..4).map(|u| format!("{} {:.2?}", TCP_NAMES[u], each[u])).collect::<Vec<_>>().join(", "),
         got.spread()
     );
-    let table: Vec<String> = (0..TCP_PATTERN.len())
+    let table: Vec<String> = (0..windows.len())
         .map(|w| {
             let cells: Vec<String> = (0..4)
                 .map(|u| format!("{} {:.0}/{:.1}/{:.1}", TCP_NAMES[u], demand[w][u], alloc[w][u], wire[w][u]))
@@ -450,7 +460,7 @@ fn tcp_tenants_follow_their_allocations_on_the_wire() {
         .collect();
     let table = table.join("\n");
     assert!((measured - predicted).abs() <= 0.03, "fairness: predicted {predicted:.3}, wire {measured:.3}\n{table}");
-    assert!(delays.len() >= 4, "too few raises to judge: {delays:?}\n{table}");
+    assert!(delays.len() >= 8, "too few raises to judge: {delays:?}\n{table}");
     assert!(
         quantile(&delays, 0.9) <= 2.0 && quantile(&delays, 1.0) <= 5.0,
         "raises reached after {delays:?} quanta\n{table}"
@@ -491,9 +501,9 @@ fn within_rates(quanta: &[Quantum], got: &Received, u: usize) -> f64 {
     worst
 }
 
-/// With measured demand, TCP tenants paced below their share get what they send, and
-/// none gets more than its allocation: measured at the receiver, against the rates the
-/// API reported for the same quanta.
+/// With measured demand, TCP tenants paced below their share get what they send (at
+/// least their rate, allocated at least that), and none gets more than its allocation:
+/// measured at the receiver, against the rates the API reported for the same quanta.
 #[test]
 fn measured_demand_follows_what_tenants_send() {
     let _one = one_at_a_time();
@@ -520,11 +530,12 @@ fn measured_demand_follows_what_tenants_send() {
             "bandwidth: measured demand: {}: sends {rate}, allocated {alloc:.1}, receives {wire:.1} Mbit/s",
             names[u]
         );
-        // iperf3 paces TCP by whole writes (128 KB per flow): over the window it may be
-        // that much behind or ahead of its rate.
+        // At least its rate: iperf3 paces TCP by whole writes (128 KB per flow), and a
+        // sender kept from the CPU falls behind and then sends above its rate until its
+        // average since the start catches up, so only less is the allocator's doing.
         let writes = f64::from(flows) * 128.0 * 1024.0 * 8.0 / 1e6 / window;
         assert!(
-            (wire - rate).abs() <= rate * spread + writes,
+            wire >= rate * (1.0 - spread) - writes,
             "{}: sends {rate}, receives {wire:.1} Mbit/s (allocated {alloc:.1})",
             names[u]
         );
@@ -717,6 +728,43 @@ fn the_htb_tree_is_owned_replaced_when_stale_and_removed_on_exit() {
     assert!(err.contains("enforce.dev: va has a root qdisc of its own") && err.contains("pfifo"), "{err}");
     assert!(qdisc(&lab).contains("qdisc pfifo 1: root"), "{}", qdisc(&lab));
     tc(&lab, &["qdisc", "del", "dev", "va", "root"]);
+    // A start that fails once it installed something (a firewall mark, which a kernel
+    // without u32 marks cannot match): named, and nothing of it left, GSO restored.
+    let gso = |lab: &Lab| {
+        let out = String::from_utf8_lossy(&lab.in_a(&["ip", "-d", "link", "show", "dev", "va"]).stdout).into_owned();
+        out.split_whitespace().skip_while(|w| *w != "gso_max_size").nth(1).unwrap().to_string()
+    };
+    let before = gso(&lab);
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen("dport = 5202, protocol = \"udp\"", "fwmark = 7", 1);
+    let marked = lab.dir.path().join("marked.toml");
+    std::fs::write(&marked, text).unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &lab.a, env!("CARGO_BIN_EXE_fairshare"), "serve", "--clock", "manual"])
+        .args(["--config", marked.to_str().unwrap(), "--listen"])
+        .arg(format!("unix:{}", lab.dir.path().join("marked.sock").display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut service = out;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while service.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        if lab.tc(&["filter", "show", "dev", "va"]).contains("mark 0x00000007") {
+            // This kernel matches marks: the filter is there; stop the service.
+            assert!(Command::new("kill").arg(service.id().to_string()).status().unwrap().success());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = service.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut service.stderr.take().unwrap(), &mut err).unwrap();
+    if status.code() == Some(2) {
+        assert!(err.contains("`B`: match.fwmark") && err.contains("CONFIG_CLS_U32_MARK"), "{err}");
+    } else {
+        assert!(err.contains("SIGTERM"), "the marked pool neither started nor was refused: {status}: {err}");
+    }
+    assert!(!qdisc(&lab).contains("fa17"), "a failed start leaves its tree: {}", qdisc(&lab));
+    assert_eq!(gso(&lab), before, "the GSO size is not restored");
     // A tree of a service killed with kill -9 (its socket left behind): taken over by
     // the next one, in place.
     let mut first = serve(&lab, &cfg, &[]);
