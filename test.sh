@@ -22,6 +22,10 @@ need_debian ip:iproute2 tc:iproute2 iperf3:iperf3
 # Its exposure tests check /metrics with Prometheus's promtool, talk TLS with curl to a
 # certificate openssl makes, and mount a tmpfs to fill a disk.
 need_debian promtool:prometheus curl:curl openssl:openssl mount:mount
+# The controller (the `cluster` feature) keeps its pool in etcd: its tests start a real
+# etcd and read it with etcdctl; the etcd client's build compiles etcd's protocol with
+# protoc.
+need_debian etcd:etcd-server etcdctl:etcd-client protoc:protobuf-compiler
 # The report's plots (fairshare compare) draw their text with a TrueType font.
 if [ -z "${FAIRSHARE_FONT:-}" ] && ! find /usr/share/fonts -iname '*.ttf' -print -quit 2>/dev/null | grep -q .; then
   missing+=(fonts-dejavu-core)
@@ -46,7 +50,7 @@ echo "== formatting"
 cargo fmt --all -- --check
 
 echo "== lints"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
 echo "== tests (unit, property, golden vectors, CLI end to end)"
-cargo test --workspace --locked
+cargo test --workspace --all-features --locked

@@ -86,6 +86,10 @@ pub enum CliError {
     /// The live service could not start or failed.
     #[error(transparent)]
     Service(#[from] fairshare_service::ServiceError),
+    /// The controller could not reach etcd at start.
+    #[cfg(feature = "cluster")]
+    #[error(transparent)]
+    Etcd(#[from] fairshare_cluster::etcd::EtcdError),
     /// The emulator could not start.
     #[error(transparent)]
     Emulator(#[from] fairshare_emulator::EmulatorError),

@@ -70,6 +70,11 @@ pub enum Command {
     /// Run a pool live: quanta on a clock, demands over an HTTP JSON API, credits in a
     /// durable ledger (--state), Prometheus metrics on /metrics (docs/serve.md).
     Serve(ServeArgs),
+    /// Run one replica of a pool kept in etcd (2 or 3 replicas make it survive its
+    /// host): the API of serve; the leader, elected on etcd, runs quanta and commits
+    /// each to etcd exactly once (docs/controller.md). Built with `--features cluster`.
+    #[cfg(feature = "cluster")]
+    Controller(ControllerArgs),
     /// Serve an emulated device over a shared-memory file (the backend
     /// `emulator:PATH`) until killed: the register map of abi/REGISTERS.md, each
     /// quantum computed by the RustHDL engine or its software model.
@@ -347,6 +352,42 @@ pub struct ServeArgs {
     /// file's: new shares, policy, tenants joining and leaving (each logged).
     #[arg(long)]
     pub accept_config_changes: bool,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+/// `fairshare controller`'s flags.
+#[cfg(feature = "cluster")]
+#[derive(clap::Args)]
+pub struct ControllerArgs {
+    /// The configuration file (as serve's; enforcement is the agents', not the
+    /// controller's).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// etcd's client URLs, comma-separated (`http://10.0.0.1:2379,http://10.0.0.2:2379`).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub etcd: Vec<String>,
+    /// The pool's name: its keys in etcd are under /fairshare/NAME/.
+    #[arg(long, default_value = "default")]
+    pub pool: String,
+    /// The leader's lease in etcd, whole seconds: a leader that stops is replaced
+    /// after about this long.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i64).range(1..=60))]
+    pub lease_ttl: i64,
+    /// The longest one call to etcd may take, milliseconds.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub etcd_timeout_ms: u64,
+    /// Where the API listens (as serve's --listen); this address is what the other
+    /// replicas name as the leader's.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub listen: fairshare_service::server::Listen,
+    /// What drives quanta on the leader: the wall clock, or `manual` (POST /v1/quantum
+    /// to the leader).
+    #[arg(long, value_enum, default_value_t = Clock::Wall)]
+    pub clock: Clock,
+    /// Serve on an address beyond loopback without [auth] and [tls].
+    #[arg(long)]
+    pub insecure: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -3,7 +3,8 @@
 //! `fairshare demo` runs the built-in comparison, `compare` writes the evaluation
 //! report, `replay` runs a demand trace through a policy, `selftest` checks a backend
 //! against golden vectors, `multi` runs a multi-resource policy on an instance, `serve`
-//! runs a pool live, `device-sim` serves an emulated device, `hdl` exports and simulates
+//! runs a pool live, `controller` runs a replica of a pool kept in etcd (with the
+//! `cluster` feature), `device-sim` serves an emulated device, `hdl` exports and simulates
 //! the engine, `bench` measures. Exit status: 0 success, 1 selftest mismatch, 2 bad
 //! input or an unreachable backend (the message names the file, line, field and value;
 //! no partial output file is left behind), 3 a selftest in which every case was
@@ -16,6 +17,8 @@
 mod backend;
 mod bench;
 mod compare;
+#[cfg(feature = "cluster")]
+mod controller;
 mod demo;
 mod device_sim;
 mod error;
@@ -44,6 +47,8 @@ fn main() -> ExitCode {
         Command::Hdl(args) => hdl::run(args),
         Command::Selftest(args) => selftest::run(args),
         Command::Serve(args) => serve::run(args),
+        #[cfg(feature = "cluster")]
+        Command::Controller(args) => controller::run(args),
         Command::DeviceSim(args) => device_sim::run(args),
     };
     match result {

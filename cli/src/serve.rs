@@ -24,6 +24,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         },
         insecure: args.insecure,
         accept_config_changes: args.accept_config_changes,
+        replica: None,
     };
     // A closed stdout after the line is no reason to stop serving.
     serve(options, |addr| {

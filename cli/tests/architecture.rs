@@ -39,7 +39,7 @@ fn workspace_dependencies() -> BTreeMap<String, Vec<String>> {
 #[test]
 fn crates_depend_only_on_what_their_concern_allows() {
     let deps = workspace_dependencies();
-    let forbidden: [(&str, &[&str]); 10] = [
+    let forbidden: [(&str, &[&str]); 11] = [
         // The device contract depends on nothing in the workspace.
         ("fairshare-abi", &["*"]),
         // The core library: semantics, offload; no way to reach a device, no RTL.
@@ -60,7 +60,14 @@ fn crates_depend_only_on_what_their_concern_allows() {
         // The live service reaches devices through the backends only, and lays out no reports.
         (
             "fairshare-service",
-            &["fairshare-driver", "fairshare-hdl", "fairshare-emulator", "fairshare-report", "fairshare-sim"],
+            &[
+                "fairshare-driver",
+                "fairshare-hdl",
+                "fairshare-emulator",
+                "fairshare-report",
+                "fairshare-sim",
+                "fairshare-cluster",
+            ],
         ),
         // The simulator depends on the core library only.
         (
@@ -82,6 +89,11 @@ fn crates_depend_only_on_what_their_concern_allows() {
         // The multi-resource policies stand alone, and so does the credit ledger.
         ("fairshare-multi", &["*"]),
         ("fairshare-ledger", &["*"]),
+        // The controller on etcd uses the service and the core library; no device path.
+        (
+            "fairshare-cluster",
+            &["fairshare-driver", "fairshare-hdl", "fairshare-emulator", "fairshare-report", "fairshare-sim"],
+        ),
     ];
     for (krate, banned) in forbidden {
         let have = deps.get(krate).unwrap_or_else(|| panic!("no workspace crate {krate}"));
@@ -90,6 +102,10 @@ fn crates_depend_only_on_what_their_concern_allows() {
         }
     }
     assert!(deps["fairshare-abi"].is_empty());
+    // etcd is the cluster crate's alone: only the command depends on it.
+    let on_cluster: Vec<&String> =
+        deps.iter().filter(|(_, d)| d.iter().any(|d| d == "fairshare-cluster")).map(|(k, _)| k).collect();
+    assert_eq!(on_cluster, ["fairshare-cli"], "only the CLI depends on fairshare-cluster");
     assert_eq!(deps["fairshare-sim"], ["fairshare"], "the simulator depends on the core library only");
 }
 

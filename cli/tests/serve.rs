@@ -25,48 +25,12 @@ fn json(s: &Server, method: &str, path: &str, body: &str) -> Value {
     s.json(method, path, body)
 }
 
-/// The Karma paper's worked example (Figure 2): demands per quantum of A, B, C.
-const FIGURE2: [[u64; 3]; 5] = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
-
 fn run_figure2(s: &Server) -> Vec<Value> {
-    let mut out = Vec::new();
-    for d in FIGURE2 {
-        for (name, slices) in ["A", "B", "C"].iter().zip(d) {
-            let (status, body) =
-                http(s, "PUT", &format!("/v1/tenants/{name}/demand"), &format!("{{\"slices\": {slices}}}"));
-            assert_eq!(status, 204, "{body}");
-        }
-        out.push(json(s, "POST", "/v1/quantum", ""));
-    }
-    out
+    common::run_figure2(s, s)
 }
 
-/// The allocations and credits of `fairshare replay` on the same demands.
 fn replay_rows() -> Vec<(u64, String, u64, String)> {
-    let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("t.csv");
-    let mut text = String::from("quantum,user,demand\n");
-    for (q, d) in FIGURE2.iter().enumerate() {
-        for (name, slices) in ["A", "B", "C"].iter().zip(d) {
-            text += &format!("{},{name},{slices}\n", q + 1);
-        }
-    }
-    std::fs::write(&trace, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fairshare"))
-        .args(["replay", trace.to_str().unwrap(), "--fair-share", "2", "--alpha", "0.5", "--initial-credits", "6"])
-        .args(["--dense"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[0].parse().unwrap(), f[1].to_string(), f[3].parse().unwrap(), f[4].to_string())
-        })
-        .collect()
+    common::replay_rows()
 }
 
 #[test]

@@ -50,7 +50,7 @@ pub fn run(pool: SharedPool, published: Arc<Published>, period: Duration, stop: 
         }
         published.metrics.late(woke.saturating_duration_since(instant_of(start, k, period)));
         last = k;
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.lock().run_quantum()));
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.lock().tick()));
         let result = match ran {
             Ok(result) => result,
             Err(panic) => {
@@ -69,8 +69,9 @@ pub fn run(pool: SharedPool, published: Arc<Published>, period: Duration, stop: 
         };
         if let Err(e) = result {
             published.metrics.missed(1);
-            // Commit failures are logged by the pool when they start and end.
-            if !matches!(e, crate::ServiceError::NotCommitted { .. }) {
+            // Commit failures are logged by the pool when they start and end; a replica
+            // deposed meanwhile says so once.
+            if !matches!(e, crate::ServiceError::NotCommitted { .. } | crate::ServiceError::Replica(_)) {
                 eprintln!("fairshare serve: quantum failed: {e}");
             }
         }

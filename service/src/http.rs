@@ -30,6 +30,7 @@ use crate::auth::{self, Action, Denied, Keys};
 use crate::metrics::Format;
 use crate::pool::{Demand, LivePool, SharedPool};
 use crate::publish::{self, Published};
+use crate::replica::ReplicaError;
 use crate::ServiceError;
 
 /// What drives quanta.
@@ -77,6 +78,8 @@ impl IntoResponse for ServiceError {
             ServiceError::Denied(Denied::Forbidden(_)) => StatusCode::FORBIDDEN,
             ServiceError::Denied(_) => StatusCode::UNAUTHORIZED,
             ServiceError::NotCommitted { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ServiceError::Replica(ReplicaError::NotLeader { .. } | ReplicaError::Fenced(_)) => StatusCode::CONFLICT,
+            ServiceError::Replica(_) => StatusCode::SERVICE_UNAVAILABLE,
             ServiceError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ServiceError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ServiceError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,

@@ -13,7 +13,8 @@
 //! do what), [`pool`] (the live pool, transactional), [`saved`] (what the ledger keeps
 //! of it), [`publish`] (the immutable values readers load), [`metrics`] (counters and
 //! their exposition), [`clock`] (the wall clock's thread), [`config`] (the TOML file),
-//! [`tls`], [`enforce`] (enforcement as Linux HTB class rates over rtnetlink, and demands measured from
+//! [`tls`], [`replica`] (what a pool replicated through a store elsewhere asks of it:
+//! the controller's), [`enforce`] (enforcement as Linux HTB class rates over rtnetlink, and demands measured from
 //! the classes' counters). It depends on the core library, the backends and the
 //! ledger; never on the CLI.
 
@@ -25,6 +26,7 @@ pub mod http;
 pub mod metrics;
 pub mod pool;
 pub mod publish;
+pub mod replica;
 pub mod saved;
 pub mod server;
 pub mod tls;
@@ -113,6 +115,9 @@ pub enum ServiceError {
         #[source]
         source: std::io::Error,
     },
+    /// The replicated pool's store refused or could not be reached (the controller).
+    #[error(transparent)]
+    Replica(#[from] replica::ReplicaError),
     /// A change of the pool stopped before it ended (its thread panicked).
     #[error("a change of the pool stopped: {0}")]
     ChangeStopped(#[source] tokio::task::JoinError),

@@ -128,6 +128,8 @@ pub struct Metrics {
     fallbacks: AtomicU64,
     commit_errors: AtomicU64,
     enforcement_errors: AtomicU64,
+    leader_changes: AtomicU64,
+    store_errors: AtomicU64,
     duration: Histogram,
     phases: [Histogram; 5],
     lateness: Histogram,
@@ -143,6 +145,8 @@ impl Metrics {
             fallbacks: AtomicU64::new(0),
             commit_errors: AtomicU64::new(0),
             enforcement_errors: AtomicU64::new(0),
+            leader_changes: AtomicU64::new(0),
+            store_errors: AtomicU64::new(0),
             duration: Histogram::default(),
             phases: Default::default(),
             lateness: Histogram::default(),
@@ -180,6 +184,16 @@ impl Metrics {
         self.enforcement_errors.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// This replica came to lead.
+    pub fn leader_changed(&self) {
+        self.leader_changes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A call to a replica's store (etcd) failed.
+    pub fn store_failed(&self) {
+        self.store_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Ticks passed with no quantum run for them.
     pub fn missed(&self, ticks: u64) {
         self.missed.fetch_add(ticks, Ordering::Relaxed);
@@ -199,6 +213,11 @@ impl Metrics {
     /// ([`View::tenant_metrics`]).
     pub fn render(&self, view: &View, status: &Status, format: Format) -> String {
         let mut out = String::with_capacity(8192);
+        let replica = status.replica.as_ref();
+        let replica_counters = [
+            ("fairshare_leader_changes", "Times this replica came to lead.", &self.leader_changes),
+            ("fairshare_etcd_errors", "Calls to etcd that failed (unreachable, or an error).", &self.store_errors),
+        ];
         let counters = [
             ("fairshare_quanta", "Quanta committed by this process.", &self.quanta),
             ("fairshare_missed_ticks", "Clock ticks that passed with no quantum run for them.", &self.missed),
@@ -214,7 +233,8 @@ impl Metrics {
                 &self.enforcement_errors,
             ),
         ];
-        for (name, help, value) in counters {
+        let replica_counters = if replica.is_some() { &replica_counters[..] } else { &[] };
+        for &(name, help, value) in counters.iter().chain(replica_counters) {
             // OpenMetrics names the family without `_total`; the text format names it whole.
             let family = if format == Format::OpenMetrics { name.to_string() } else { format!("{name}_total") };
             let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} counter");
@@ -230,7 +250,8 @@ impl Metrics {
             ),
             ("fairshare_on_device", "1 while quanta run on the device, 0 on software.", u64::from(status.on_device)),
         ];
-        for (name, help, value) in gauges {
+        let leader = replica.map(|r| ("fairshare_leader", "1 while this replica leads, 0 else.", u64::from(r.leader)));
+        for (name, help, value) in gauges.into_iter().chain(leader) {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
         }
         let histogram = |out: &mut String, name: &str, help: &str| {
@@ -246,6 +267,10 @@ impl Metrics {
         for phase in Phase::ALL {
             let labels = format!("phase=\"{}\"", phase.label());
             self.phases[phase as usize].samples(&mut out, "fairshare_quantum_phase_duration_seconds", &labels);
+        }
+        if replica.is_some() {
+            histogram(&mut out, "fairshare_commit_duration_seconds", "Time of a quantum's commit to etcd.");
+            self.phases[Phase::Commit as usize].samples(&mut out, "fairshare_commit_duration_seconds", "");
         }
         histogram(&mut out, "fairshare_tick_lateness_seconds", "How late after its tick a wall-clock quantum started.");
         self.lateness.samples(&mut out, "fairshare_tick_lateness_seconds", "");
@@ -365,6 +390,7 @@ mod tests {
             enforcement_error: None,
             clock_error: None,
             tenants: 1,
+            replica: None,
         };
         let text = String::from_utf8(view.tenant_metrics().to_vec()).unwrap() + &m.render(&view, &status, Format::Text);
         assert!(text.contains("# TYPE fairshare_quanta_total counter\nfairshare_quanta_total 0\n"), "{text}");

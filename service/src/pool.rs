@@ -26,7 +26,8 @@ use crate::auth::{self, Digest};
 use crate::config::{check_match, check_name, DemandSource, Enforce, Match, ServeConfig, Tenant};
 use crate::enforce::{Counters, Estimator, Htb};
 use crate::metrics::{Metrics, Phase};
-use crate::publish::{Published, Status, View};
+use crate::publish::{Published, ReplicaStatus, Status, View};
+use crate::replica::{Replica, ReplicaError, Role};
 use crate::saved::{self, Base, SavedChange, SavedPool};
 use crate::ServiceError;
 
@@ -82,6 +83,8 @@ pub struct LivePool {
     /// Demands, weights, joined tenants' tokens, every tenant's match.
     members: Members,
     ledger: Option<Ledger>,
+    /// The store of a replicated pool (the controller), instead of a ledger.
+    replica: Option<Box<dyn Replica>>,
     base: Base,
     /// The HTB tree it enforces with, and the classes' counters at the last committed
     /// quantum with the instant they were read.
@@ -264,6 +267,7 @@ impl LivePool {
             enforcement_error: None,
             clock_error: None,
             tenants: names.len(),
+            replica: None,
         };
         let published = Arc::new(Published::new(view, status, metrics));
         let mut live = LivePool {
@@ -274,6 +278,7 @@ impl LivePool {
             names,
             members,
             ledger,
+            replica: None,
             base,
             htb,
             estimator: Estimator::default(),
@@ -372,6 +377,10 @@ impl LivePool {
             let committed = ledger.append_json(&SavedChange::Demand { tenant: name.to_string(), slices });
             self.committed("the demand", false, committed)?;
         }
+        if let Some(replica) = self.replica.as_mut() {
+            let put = replica.put_demand(name, slices);
+            self.replica_result(false, put)?;
+        }
         self.members.demand[u] = slices;
         Ok(())
     }
@@ -414,16 +423,18 @@ impl LivePool {
     /// allocation rolls it back (device credits included).
     pub fn run_quantum(&mut self) -> Result<Arc<View>, ServiceError> {
         let start = Instant::now();
+        self.sync_replica(true)?;
+        let from = self.offload.allocator().quantum();
         let (demand, counters) = self.measure()?;
         let measured = Instant::now();
-        let savepoint = self.ledger.is_some().then(|| self.offload.savepoint());
+        let savepoint = (self.ledger.is_some() || self.replica.is_some()).then(|| self.offload.savepoint());
         let on_device = self.offload.on_device();
         self.offload.allocate(&demand)?;
         // The ledger holds verified credits only: wait for the verifier (async) before
         // the commit. A mismatch found now puts the software's result in its place.
         self.offload.settle();
         let allocated = Instant::now();
-        let committed = self.commit_quantum(&demand);
+        let committed = self.commit_quantum(from, &demand);
         // Counted when it happens, kept or not: a device that failed is gone either way.
         if on_device && !self.offload.on_device() {
             self.published.metrics.fallback();
@@ -459,8 +470,16 @@ impl LivePool {
         Ok(view)
     }
 
-    /// Commits the pool after a quantum on `demand` (nothing without a ledger).
-    fn commit_quantum(&mut self, demand: &[u64]) -> Result<(), ServiceError> {
+    /// Commits the pool after a quantum from quantum `from` on `demand` (nothing
+    /// without a ledger or a replica's store).
+    fn commit_quantum(&mut self, from: u64, demand: &[u64]) -> Result<(), ServiceError> {
+        if self.replica.is_some() {
+            let members = Members { demand: demand.to_vec(), ..self.members.clone() };
+            let state = serde_json::to_vec(&saved(&self.base, self.offload.allocator(), &members))
+                .map_err(|e| ServiceError::Replica(ReplicaError::Damaged(format!("a pool it cannot write: {e}"))))?;
+            let committed = self.replica.as_mut().map_or(Ok(()), |r| r.commit(from, &state));
+            return self.replica_result(true, committed);
+        }
         let Some(ledger) = self.ledger.as_mut() else { return Ok(()) };
         let members = Members { demand: demand.to_vec(), ..self.members.clone() };
         let committed = ledger.commit_json(&saved(&self.base, self.offload.allocator(), &members));
@@ -605,6 +624,7 @@ impl LivePool {
         token: Option<Digest>,
         selector: Option<Match>,
     ) -> Result<Arc<View>, ServiceError> {
+        self.no_replica("POST /v1/tenants")?;
         check_name(name).map_err(|m| ServiceError::BadRequest(format!("name: {m}")))?;
         if weight == 0 || weight > 1_000_000 {
             return Err(ServiceError::BadRequest(format!("weight: {weight} is outside 1 to 1000000")));
@@ -656,6 +676,7 @@ impl LivePool {
     /// shares follow their weights over the pool's slices. With HTB its class and filter
     /// go once the leave is committed.
     pub fn leave(&mut self, name: &str) -> Result<Arc<View>, ServiceError> {
+        self.no_replica("DELETE /v1/tenants")?;
         let u = self.index(name)?;
         let mut allocator = self.offload.allocator().clone();
         allocator.leave(name, PoolChange::Resize)?;
@@ -674,6 +695,16 @@ impl LivePool {
         Ok(view)
     }
 
+    /// Refuses what a replicated pool does not take yet: membership is the file's there.
+    fn no_replica(&self, what: &str) -> Result<(), ServiceError> {
+        match self.replica {
+            Some(_) => Err(ServiceError::Conflict(format!(
+                "{what}: the controller takes its tenants from the file; joins and leaves are not replicated yet"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Commits a changed pool, then installs it: the device (if any) is put back from
     /// its credits. Refused with nothing changed if the commit fails.
     fn replace(
@@ -686,6 +717,11 @@ impl LivePool {
             let committed = ledger.commit_json(&saved(&self.base, &allocator, &members));
             self.committed(what, true, committed)?;
         }
+        Ok(self.install(what, allocator, members))
+    }
+
+    /// Installs a pool: the device (if any) is put back from its credits; publishes it.
+    fn install(&mut self, what: &'static str, allocator: Allocator, members: Members) -> Arc<View> {
         self.names = Arc::new(allocator.users().iter().map(|u| u.name.clone()).collect());
         // The old device handle is released first: a device serves one host at a time.
         self.offload = Offload::software(allocator.clone());
@@ -701,7 +737,144 @@ impl LivePool {
             self.published.metrics.fallback();
         }
         self.members = members;
-        Ok(self.publish())
+        self.publish()
+    }
+
+    /// Makes this pool a replica of a store elsewhere (the controller's), before it
+    /// runs anything: quanta run only while it leads, commits and demands go to the
+    /// store. Enforcement is the hosts' agents' then, not a replica's.
+    pub fn set_replica(&mut self, replica: Box<dyn Replica>) -> Result<(), ServiceError> {
+        if self.htb.is_some() || self.ledger.is_some() {
+            return Err(ServiceError::Conflict(
+                "a replicated pool keeps no local ledger (--state) and enforces nothing itself (enforce.kind)".into(),
+            ));
+        }
+        self.replica = Some(replica);
+        self.published.update_status(|s| s.replica = Some(ReplicaStatus { leader: false, leader_api: None }));
+        Ok(())
+    }
+
+    /// Starts the replica's part (campaigning to lead), advertising `api`.
+    pub fn start_replica(&mut self, api: &str) {
+        if let Some(r) = self.replica.as_mut() {
+            r.start(api);
+        }
+    }
+
+    /// One tick of the wall clock: a quantum, or on a replica that does not lead, the
+    /// leader's last commit taken (`None`).
+    pub fn tick(&mut self) -> Result<Option<Arc<View>>, ServiceError> {
+        if let Some(r) = self.replica.as_mut() {
+            let role = r.role();
+            if !role.leader {
+                self.publish_role(&role);
+                return self.refresh().map(|()| None);
+            }
+        }
+        self.run_quantum().map(Some)
+    }
+
+    /// Takes what the store committed and acknowledged since the last look (a replica
+    /// that does not lead shows the leader's quanta this way).
+    pub fn refresh(&mut self) -> Result<(), ServiceError> {
+        self.sync_replica(false)
+    }
+
+    /// Brings a replica up to its store: the role published; with `lead`, refused
+    /// unless it leads; a newer committed state installed, then the demands after it.
+    fn sync_replica(&mut self, lead: bool) -> Result<(), ServiceError> {
+        let Some(r) = self.replica.as_mut() else { return Ok(()) };
+        let role = r.role();
+        let synced = if lead && !role.leader { None } else { Some(r.sync()) };
+        self.publish_role(&role);
+        let Some(synced) = synced else {
+            return Err(ReplicaError::NotLeader { leader_api: role.leader_api }.into());
+        };
+        let synced = self.replica_result(false, synced)?;
+        if let Some(state) = synced.state {
+            self.restore(&state)?;
+        }
+        for (tenant, slices) in synced.demands {
+            match self.offload.allocator().index_of(&tenant) {
+                Some(u) => self.members.demand[u] = slices,
+                None => eprintln!("fairshare controller: a demand of `{tenant}`, who is not in the pool, ignored"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Installs a state the store committed (the JSON a ledger keeps).
+    fn restore(&mut self, state: &[u8]) -> Result<(), ServiceError> {
+        let damaged = |m: String| ServiceError::Replica(ReplicaError::Damaged(m));
+        let s: SavedPool = serde_json::from_slice(state).map_err(|e| damaged(format!("a pool it cannot read: {e}")))?;
+        let base = s.base.ok_or_else(|| damaged("a pool without its configuration".into()))?;
+        let differences = base.pool_differences(&Base::of(&self.config));
+        if !differences.is_empty() {
+            return Err(damaged(format!(
+                "a pool of another configuration than this replica's file: {}",
+                differences.join("; ")
+            )));
+        }
+        let allocator = Allocator::from_state(s.allocator)?;
+        let members = Members {
+            demand: s.demand.into_owned(),
+            weights: s.weights.into_owned(),
+            tokens: s.tokens.into_owned(),
+            matches: s.matches.into_owned(),
+        };
+        self.base = base;
+        self.install("taking the leader's commit", allocator, members);
+        Ok(())
+    }
+
+    /// Publishes who leads, when it changed.
+    fn publish_role(&self, role: &Role) {
+        let now = Some(ReplicaStatus { leader: role.leader, leader_api: role.leader_api.clone() });
+        if self.published.status.load().replica != now {
+            if role.leader {
+                eprintln!("fairshare controller: this replica leads");
+                self.published.metrics.leader_changed();
+            }
+            self.published.update_status(|s| s.replica = now.clone());
+        }
+    }
+
+    /// Records the outcome of a call to the replica's store in the status and metrics
+    /// (as [`LivePool::committed`] does for a ledger): an unreachable store makes the
+    /// pool unhealthy until a call succeeds (a whole commit, or any call of a replica
+    /// that does not lead); refusals (not the leader, fenced) are answers, not faults.
+    fn replica_result<T>(&self, whole: bool, result: Result<T, ReplicaError>) -> Result<T, ServiceError> {
+        match result {
+            Ok(v) => {
+                let leads = self.published.status.load().replica.as_ref().is_some_and(|r| r.leader);
+                if (whole || !leads) && self.published.status.load().ledger_error.is_some() {
+                    eprintln!("fairshare controller: the store answers again");
+                    self.published.update_status(|s| {
+                        s.ledger_error = None;
+                        s.durable = true;
+                    });
+                }
+                Ok(v)
+            }
+            Err(e @ (ReplicaError::NotLeader { .. } | ReplicaError::Fenced(_))) => {
+                if matches!(e, ReplicaError::Fenced(_)) {
+                    eprintln!("fairshare controller: {e}");
+                }
+                Err(e.into())
+            }
+            Err(e) => {
+                self.published.metrics.store_failed();
+                let message = e.to_string();
+                if self.published.status.load().ledger_error.as_deref() != Some(message.as_str()) {
+                    eprintln!("fairshare controller: {message} (no quantum commits until it answers)");
+                    self.published.update_status(|s| {
+                        s.ledger_error = Some(message.clone());
+                        s.durable = false;
+                    });
+                }
+                Err(e.into())
+            }
+        }
     }
 }
 

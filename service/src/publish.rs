@@ -127,6 +127,18 @@ pub struct Status {
     pub clock_error: Option<String>,
     /// Tenants in the pool.
     pub tenants: usize,
+    /// Of a replica (the controller): whether it leads, and where the leader answers.
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    pub replica: Option<ReplicaStatus>,
+}
+
+/// A replica's part of the status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplicaStatus {
+    /// This replica leads (runs quanta).
+    pub leader: bool,
+    /// The leader's API address, when known.
+    pub leader_api: Option<String>,
 }
 
 impl Status {

@@ -111,6 +111,8 @@ pub struct ServeOptions {
     pub insecure: bool,
     /// Resume a ledger whose configuration differs from the file's, applying the file's.
     pub accept_config_changes: bool,
+    /// The store this pool is a replica of (the controller's), if any.
+    pub replica: Option<Box<dyn crate::replica::Replica>>,
 }
 
 /// Refuses a TCP listener reachable from other hosts without access control and TLS,
@@ -322,7 +324,16 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
         state: options.state,
         accept_config_changes: options.accept_config_changes,
     };
-    let pool = LivePool::start(config.clone(), start)?;
+    let mut pool = LivePool::start(config.clone(), start)?;
+    let replicated = options.replica.is_some();
+    if let Some(r) = options.replica {
+        pool.set_replica(r)?;
+        let api = match (&address, &tls) {
+            (Listen::Tcp(a), Some(_)) => format!("https://{a}"),
+            _ => address.to_string(),
+        };
+        pool.start_replica(&api);
+    }
     let keys = Keys::load(&config, &pool.joined_tokens(), pool.members())?;
     let published = pool.published();
     let pool: SharedPool = Arc::new(parking_lot::FairMutex::new(pool));
@@ -340,7 +351,25 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
         .build()
         .map_err(|source| ServiceError::Start { what: "starting the runtime", source })?;
     let (stop_clock, stopped) = mpsc::channel::<()>();
+    let (stop_refresh, refresh_stopped) = mpsc::channel::<()>();
     let mut clock_thread = None;
+    // A replica under the manual clock takes the leader's commits every period (under
+    // the wall clock its clock's ticks do).
+    let refresh_thread = if replicated && options.clock == Clock::Manual {
+        let pool = Arc::clone(&pool);
+        Some(
+            std::thread::Builder::new()
+                .name("fairshare-replica".into())
+                .spawn(move || {
+                    while let Err(mpsc::RecvTimeoutError::Timeout) = refresh_stopped.recv_timeout(period) {
+                        let _ = pool.lock().refresh();
+                    }
+                })
+                .map_err(|source| ServiceError::Start { what: "starting the replica's thread", source })?,
+        )
+    } else {
+        None
+    };
     let served = runtime.block_on(async {
         let mut signals = Signals::install()?;
         let listening = |source| ServiceError::Listen { at: address.to_string(), source };
@@ -368,7 +397,8 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
         Ok::<(), ServiceError>(())
     });
     drop(stop_clock);
-    if let Some(t) = clock_thread {
+    drop(stop_refresh);
+    for t in clock_thread.into_iter().chain(refresh_thread) {
         let _ = t.join();
     }
     drop(reloadable);

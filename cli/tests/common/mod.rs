@@ -259,3 +259,67 @@ pub fn write_file(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
 pub fn root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
 }
+
+/// The Karma paper's worked example (Figure 2): demands per quantum of A, B, C.
+pub const FIGURE2: [[u64; 3]; 5] = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
+
+/// Figure 2's demands, each quantum's put on `demands` and run on `quanta` (the same
+/// service, or two replicas); each quantum's answer.
+pub fn run_figure2(demands: &Running, quanta: &Running) -> Vec<Value> {
+    (0..FIGURE2.len()).map(|q| figure2_quantum(demands, quanta, q)).collect()
+}
+
+/// Figure 2's quantum `q` (from 0): its demands put on `demands`, run on `quanta`.
+pub fn figure2_quantum(demands: &Running, quanta: &Running, q: usize) -> Value {
+    for (name, slices) in ["A", "B", "C"].iter().zip(FIGURE2[q]) {
+        let (status, body) =
+            demands.http("PUT", &format!("/v1/tenants/{name}/demand"), &format!("{{\"slices\": {slices}}}"));
+        assert_eq!(status, 204, "{body}");
+    }
+    quanta.json("POST", "/v1/quantum", "")
+}
+
+/// Each answer's rows as `fairshare replay --dense` prints them: (quantum, tenant,
+/// allocation, credits).
+pub fn rows(answers: &[Value]) -> Vec<(u64, String, u64, String)> {
+    let mut got = Vec::new();
+    for r in answers {
+        for t in r["tenants"].as_array().unwrap() {
+            got.push((
+                r["quantum"].as_u64().unwrap(),
+                t["name"].as_str().unwrap().to_string(),
+                t["alloc_slices"].as_u64().unwrap(),
+                t["credits"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    got
+}
+
+/// The allocations and credits of `fairshare replay` on Figure 2's demands.
+pub fn replay_rows() -> Vec<(u64, String, u64, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    let mut text = String::from("quantum,user,demand\n");
+    for (q, d) in FIGURE2.iter().enumerate() {
+        for (name, slices) in ["A", "B", "C"].iter().zip(d) {
+            text += &format!("{},{name},{slices}\n", q + 1);
+        }
+    }
+    std::fs::write(&trace, text).unwrap();
+    let out = Command::new(bin())
+        .args(["replay", trace.to_str().unwrap(), "--fair-share", "2", "--alpha", "0.5", "--initial-credits", "6"])
+        .args(["--dense"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[1].to_string(), f[3].parse().unwrap(), f[4].to_string())
+        })
+        .collect()
+}

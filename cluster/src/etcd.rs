@@ -1,0 +1,383 @@
+//! The service's [`Replica`] on etcd: a campaign under a lease for leadership, the
+//! committed state read back (sync), each quantum committed by one fenced transaction,
+//! demands put by any replica.
+//!
+//! The calls the pool makes block on a runtime of this replica's own (one worker), which
+//! also keeps the lease alive and campaigns in the background. Every call has a
+//! deadline ([`EtcdOptions::timeout`]): an etcd that does not answer is an error the
+//! pool shows, never a hang of the clock.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse,
+};
+use fairshare_service::replica::{Replica, ReplicaError, Role, Synced};
+
+use crate::layout::{parse_quantum, quantum_bytes, shards, Keys, Pointer};
+
+/// How a replica reaches etcd and campaigns.
+#[derive(Debug, Clone)]
+pub struct EtcdOptions {
+    /// etcd's client URLs (`http://127.0.0.1:2379`).
+    pub endpoints: Vec<String>,
+    /// The pool's name: its keys are under `/fairshare/{pool}/`.
+    pub pool: String,
+    /// The leader's lease, seconds: a leader that stops renewing it is replaced after
+    /// this long.
+    pub ttl_secs: i64,
+    /// The longest one call to etcd may take.
+    pub timeout: Duration,
+}
+
+/// Why the replica could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    /// Its runtime could not be made.
+    #[error("starting the etcd client's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// etcd did not answer.
+    #[error("etcd at {endpoints}: {reason}")]
+    Unreachable {
+        /// The URLs tried.
+        endpoints: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// This replica's hold on the leadership, while it has one.
+#[derive(Debug, Clone)]
+struct Held {
+    /// The election key it holds (deleted with its lease).
+    key: Vec<u8>,
+    /// The key's create revision: the fence of every commit.
+    revision: i64,
+}
+
+/// What the background campaign and the pool's calls share.
+#[derive(Default)]
+struct Shared {
+    held: Mutex<Option<Held>>,
+    /// Told when a commit found this replica deposed: the campaign starts again.
+    deposed: tokio::sync::Notify,
+}
+
+impl Shared {
+    fn held(&self) -> MutexGuard<'_, Option<Held>> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A replica of a pool on etcd.
+pub struct EtcdReplica {
+    runtime: tokio::runtime::Runtime,
+    client: Client,
+    keys: Keys,
+    options: EtcdOptions,
+    shared: Arc<Shared>,
+    /// The committed state this replica has (taken or committed), if any.
+    seen: Option<Pointer>,
+    /// The store's revision up to which demands were taken.
+    demands_revision: i64,
+    /// This replica's API address, as advertised.
+    api: Option<String>,
+}
+
+impl EtcdReplica {
+    /// Connects to etcd (it must answer now; later outages are the pool's to show).
+    pub fn connect(options: EtcdOptions) -> Result<EtcdReplica, EtcdError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("fairshare-etcd")
+            .enable_all()
+            .build()
+            .map_err(EtcdError::Runtime)?;
+        let unreachable = |reason: String| EtcdError::Unreachable { endpoints: options.endpoints.join(","), reason };
+        let client = runtime
+            .block_on(async {
+                let connect = ConnectOptions::new().with_connect_timeout(options.timeout);
+                let mut client =
+                    tokio::time::timeout(options.timeout, Client::connect(&options.endpoints, Some(connect)))
+                        .await
+                        .map_err(|_| format!("no answer within {:?}", options.timeout))?
+                        .map_err(|e| e.to_string())?;
+                // A first read: the cluster answers, not only a socket.
+                tokio::time::timeout(options.timeout, client.get("/fairshare/", Some(GetOptions::new().with_limit(1))))
+                    .await
+                    .map_err(|_| format!("no answer within {:?}", options.timeout))?
+                    .map_err(|e| e.to_string())?;
+                Ok::<Client, String>(client)
+            })
+            .map_err(unreachable)?;
+        Ok(EtcdReplica {
+            runtime,
+            client,
+            keys: Keys::new(&options.pool),
+            options,
+            shared: Arc::new(Shared::default()),
+            seen: None,
+            demands_revision: 0,
+            api: None,
+        })
+    }
+
+    /// Runs one call to etcd within the deadline.
+    fn call<T>(&self, what: &str, f: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T, ReplicaError> {
+        let timeout = self.options.timeout;
+        self.runtime.block_on(async {
+            match tokio::time::timeout(timeout, f).await {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(ReplicaError::Store(format!("{what}: {e}"))),
+                Err(_) => Err(ReplicaError::Store(format!("{what}: etcd did not answer within {timeout:?}"))),
+            }
+        })
+    }
+
+    /// Gives the leadership up (a commit found it lost): the campaign starts again.
+    fn step_down(&self) {
+        *self.shared.held() = None;
+        self.shared.deposed.notify_one();
+    }
+
+    /// Deletes a generation's shards (one that did not commit, or was replaced).
+    fn forget(&self, generation: &str) {
+        let mut client = self.client.clone();
+        let prefix = self.keys.generation(generation);
+        let _ = self.call("deleting old shards", client.delete(prefix, Some(DeleteOptions::new().with_prefix())));
+    }
+
+    /// The pointer stored now, if any.
+    fn current(&self) -> Result<Option<Pointer>, ReplicaError> {
+        let mut client = self.client.clone();
+        let got = self.call("reading the committed pointer", client.get(self.keys.current(), None))?;
+        got.kvs().first().map(|kv| pointer(kv.value())).transpose()
+    }
+}
+
+/// A stored pointer, or why it is not one.
+fn pointer(bytes: &[u8]) -> Result<Pointer, ReplicaError> {
+    serde_json::from_slice(bytes).map_err(|e| ReplicaError::Damaged(format!("a ledger pointer it cannot read: {e}")))
+}
+
+/// Holds a lease and campaigns with it, again whenever the lease is lost or a commit
+/// found this replica deposed; records the leadership while it holds it.
+async fn campaign(mut client: Client, keys: Keys, api: String, ttl: i64, shared: Arc<Shared>) {
+    let pause = Duration::from_millis(500);
+    loop {
+        let lease = match client.lease_grant(ttl, None).await {
+            Ok(l) => l.id(),
+            Err(_) => {
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+        };
+        let Ok((mut keeper, mut stream)) = client.lease_keep_alive(lease).await else {
+            tokio::time::sleep(pause).await;
+            continue;
+        };
+        // Renews the lease every third of its TTL; returns once a renewal is not
+        // answered within the TTL (the lease may be gone: step down first).
+        let period = Duration::from_millis((ttl.max(1) as u64) * 1000 / 3);
+        let lost = async move {
+            loop {
+                let renewed = tokio::time::timeout(Duration::from_secs(ttl.max(1) as u64), async {
+                    keeper.keep_alive().await.ok()?;
+                    stream.message().await.ok().flatten().filter(|r| r.ttl() > 0)
+                })
+                .await;
+                if !matches!(renewed, Ok(Some(_))) {
+                    return;
+                }
+                tokio::time::sleep(period).await;
+            }
+        };
+        tokio::pin!(lost);
+        let mut elections = client.clone();
+        let won = tokio::select! {
+            won = elections.campaign(keys.leader(), api.clone(), lease) => won,
+            () = &mut lost => continue,
+        };
+        let held = won.ok().and_then(|w| w.leader().map(|k| Held { key: k.key().to_vec(), revision: k.rev() }));
+        if let Some(h) = held {
+            *shared.held() = Some(h);
+            tokio::select! {
+                () = &mut lost => {}
+                () = shared.deposed.notified() => {}
+            }
+            *shared.held() = None;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), client.lease_revoke(lease)).await;
+        tokio::time::sleep(pause).await;
+    }
+}
+
+impl Replica for EtcdReplica {
+    fn start(&mut self, api: &str) {
+        self.api = Some(api.to_string());
+        let (client, keys, shared) = (self.client.clone(), self.keys.clone(), Arc::clone(&self.shared));
+        self.runtime.spawn(campaign(client, keys, api.to_string(), self.options.ttl_secs, shared));
+    }
+
+    fn role(&mut self) -> Role {
+        if self.shared.held().is_some() {
+            return Role { leader: true, leader_api: self.api.clone() };
+        }
+        let mut client = self.client.clone();
+        let leader_api = self
+            .call("asking who leads", client.leader(self.keys.leader()))
+            .ok()
+            .and_then(|r| r.kv().map(|kv| String::from_utf8_lossy(kv.value()).into_owned()));
+        Role { leader: false, leader_api }
+    }
+
+    fn sync(&mut self) -> Result<Synced, ReplicaError> {
+        let mut client = self.client.clone();
+        // The quantum and its pointer, read together.
+        let read = Txn::new().and_then([TxnOp::get(self.keys.quantum(), None), TxnOp::get(self.keys.current(), None)]);
+        let answer = self.call("reading the committed quantum", client.txn(read))?;
+        let revision = answer.header().map_or(0, |h| h.revision());
+        let mut found = answer.op_responses().into_iter().map(|r| match r {
+            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.value().to_vec()),
+            _ => None,
+        });
+        let (quantum, current) = (found.next().flatten(), found.next().flatten());
+        let current = current.as_deref().map(pointer).transpose()?;
+        if let (Some(q), Some(p)) = (&quantum, &current) {
+            let q = parse_quantum(q).map_err(ReplicaError::Damaged)?;
+            if q != p.quantum {
+                return Err(ReplicaError::Damaged(format!("quantum {q} with a pointer to quantum {}", p.quantum)));
+            }
+        }
+        let mut state = None;
+        if let Some(p) = current.filter(|p| self.seen.as_ref().map(|s| &s.generation) != Some(&p.generation)) {
+            // A shard per request (an answer is limited to 4 MiB), all at one revision.
+            let mut shards = Vec::with_capacity(p.shards);
+            for i in 0..p.shards {
+                let at = GetOptions::new().with_revision(revision);
+                let got =
+                    self.call("reading the committed state", client.get(self.keys.shard(&p.generation, i), Some(at)))?;
+                if let Some(kv) = got.kvs().first() {
+                    shards.push(kv.value().to_vec());
+                }
+            }
+            let bytes = p.join(shards).map_err(ReplicaError::Damaged)?;
+            self.demands_revision = p.demands_revision;
+            self.seen = Some(p);
+            state = Some(bytes);
+        }
+        // The demands put after those the state took, as of the same revision.
+        let options = GetOptions::new()
+            .with_prefix()
+            .with_revision(revision)
+            .with_min_mod_revision(self.demands_revision + 1)
+            .with_sort(SortTarget::Mod, SortOrder::Ascend);
+        let got = self.call("reading the demands", client.get(self.keys.demands(), Some(options)))?;
+        let prefix = self.keys.demands();
+        let mut demands = Vec::new();
+        for kv in got.kvs() {
+            let tenant = String::from_utf8_lossy(&kv.key()[prefix.len().min(kv.key().len())..]).into_owned();
+            let slices = std::str::from_utf8(kv.value()).ok().and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| {
+                ReplicaError::Damaged(format!("a demand of `{tenant}` that is not a number of slices"))
+            })?;
+            demands.push((tenant, slices));
+        }
+        self.demands_revision = self.demands_revision.max(revision);
+        Ok(Synced { state, demands })
+    }
+
+    fn commit(&mut self, from: u64, state: &[u8]) -> Result<(), ReplicaError> {
+        let Some(held) = self.shared.held().clone() else {
+            let leader_api = self.role().leader_api;
+            return Err(ReplicaError::NotLeader { leader_api });
+        };
+        let stored = self.seen.as_ref().map_or(0, |p| p.quantum);
+        if from != stored {
+            return Err(ReplicaError::Fenced(format!("this replica ran quantum {from}, the store is at {stored}")));
+        }
+        // The quantum and this leadership's revision: no other writer uses these keys.
+        let generation = format!("{}-{:x}", quantum_bytes(from + 1), held.revision);
+        let mut client = self.client.clone();
+        for (i, shard) in shards(state).into_iter().enumerate() {
+            if let Err(e) = self.call("writing the state", client.put(self.keys.shard(&generation, i), shard, None)) {
+                self.forget(&generation);
+                return Err(e);
+            }
+        }
+        let next = Pointer::of(state, from + 1, generation.clone(), self.demands_revision);
+        let text = serde_json::to_vec(&next).map_err(|e| ReplicaError::Damaged(format!("a pointer: {e}")))?;
+        let same_quantum = match &self.seen {
+            None => Compare::version(self.keys.quantum(), CompareOp::Equal, 0),
+            Some(_) => Compare::value(self.keys.quantum(), CompareOp::Equal, quantum_bytes(from)),
+        };
+        let txn = Txn::new()
+            .when([Compare::create_revision(held.key.clone(), CompareOp::Equal, held.revision), same_quantum])
+            .and_then([
+                TxnOp::put(self.keys.quantum(), quantum_bytes(from + 1), None),
+                TxnOp::put(self.keys.current(), text, None),
+            ])
+            .or_else([TxnOp::get(held.key.clone(), None), TxnOp::get(self.keys.quantum(), None)]);
+        match self.call("committing the quantum", client.txn(txn)) {
+            Ok(answer) if answer.succeeded() => {
+                if let Some(old) = self.seen.replace(next) {
+                    self.forget(&old.generation);
+                }
+                Ok(())
+            }
+            Ok(answer) => {
+                self.forget(&generation);
+                let mut found = answer.op_responses().into_iter().map(|r| match r {
+                    TxnOpResponse::Get(g) => g.kvs().first().map(|kv| (kv.create_revision(), kv.value().to_vec())),
+                    _ => None,
+                });
+                let (key, quantum) = (found.next().flatten(), found.next().flatten());
+                if key.map(|(rev, _)| rev) != Some(held.revision) {
+                    self.step_down();
+                    return Err(ReplicaError::Fenced(
+                        "this replica no longer leads (its lease ended; another may lead)".into(),
+                    ));
+                }
+                let at = quantum.map(|(_, q)| String::from_utf8_lossy(&q).into_owned()).unwrap_or_default();
+                Err(ReplicaError::Fenced(format!("the store is at quantum {at}, this replica ran quantum {from}")))
+            }
+            Err(lost) => {
+                // The answer was lost: the commit happened or not. Read it back.
+                match self.current() {
+                    Ok(Some(p)) if p.generation == generation => {
+                        if let Some(old) = self.seen.replace(p) {
+                            self.forget(&old.generation);
+                        }
+                        Ok(())
+                    }
+                    Ok(_) => {
+                        self.forget(&generation);
+                        Err(ReplicaError::Store(format!("{lost}; read back: it did not commit")))
+                    }
+                    Err(e) => Err(ReplicaError::Store(format!(
+                        "{lost}; whether it committed is not known yet ({e}): the next sync reads it"
+                    ))),
+                }
+            }
+        }
+    }
+
+    fn put_demand(&mut self, tenant: &str, slices: u64) -> Result<(), ReplicaError> {
+        let mut client = self.client.clone();
+        self.call("writing the demand", client.put(self.keys.demand(tenant), slices.to_string(), None)).map(|_| ())
+    }
+}
+
+impl Drop for EtcdReplica {
+    /// A leader that stops resigns: its lease is revoked, so that another replica
+    /// leads at once instead of after the TTL.
+    fn drop(&mut self) {
+        if self.shared.held().is_some() {
+            self.step_down();
+            // The campaign revokes the lease when told; give it a moment.
+            self.runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! A pool replicated through a store elsewhere (the controller's etcd): what the pool
+//! asks of it. One replica leads and runs quanta; every replica takes demands (made
+//! durable in the store before they are acknowledged) and shows the last committed
+//! quantum. The service knows no store: `fairshare-cluster` implements [`Replica`].
+
+/// Who leads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Role {
+    /// This replica leads: it may run quanta.
+    pub leader: bool,
+    /// The leader's API address, as it advertised it (when one is known).
+    pub leader_api: Option<String>,
+}
+
+/// What was committed or acknowledged elsewhere since a replica last looked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Synced {
+    /// A newer whole state of the pool (the JSON a ledger keeps), if there is one.
+    pub state: Option<Vec<u8>>,
+    /// Demands acknowledged after that state, in the order they were: (tenant, slices).
+    pub demands: Vec<(String, u64)>,
+}
+
+/// Why the store refused or could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    /// Only the leader runs quanta.
+    #[error("this replica does not lead; the leader's API is {}", leader_api.as_deref().unwrap_or("not known yet"))]
+    NotLeader {
+        /// Where the leader answers.
+        leader_api: Option<String>,
+    },
+    /// The store holds another quantum than this replica's, or another replica leads
+    /// now: the commit was refused, nothing of it is visible.
+    #[error("the commit was refused: {0}")]
+    Fenced(String),
+    /// The store could not be reached, or answered an error.
+    #[error("the store: {0}")]
+    Store(String),
+    /// The store holds something this replica cannot read.
+    #[error("the store holds {0}")]
+    Damaged(String),
+}
+
+/// What a replicated pool asks of its store. Calls block; they are made under the
+/// pool's lock, between quanta.
+pub trait Replica: Send {
+    /// Starts taking part (campaigning to lead), advertising `api` as this replica's
+    /// API address.
+    fn start(&mut self, api: &str);
+    /// Who leads now.
+    fn role(&mut self) -> Role;
+    /// What was committed and acknowledged since this replica last synced (or since it
+    /// started).
+    fn sync(&mut self) -> Result<Synced, ReplicaError>;
+    /// Commits the pool's whole `state` after a quantum that started from quantum `from`:
+    /// refused unless this replica leads and the store is at `from`. Exactly once: an
+    /// answer lost on the way is resolved by reading back, never by writing again.
+    fn commit(&mut self, from: u64, state: &[u8]) -> Result<(), ReplicaError>;
+    /// Makes a tenant's demand durable (on any replica) before it is acknowledged.
+    fn put_demand(&mut self, tenant: &str, slices: u64) -> Result<(), ReplicaError>;
+}
