@@ -213,23 +213,8 @@ fn tls_serves_the_api_to_a_client_that_trusts_the_certificate_and_nothing_in_cle
     assert!(!got.starts_with(b"HTTP/"), "a plain request was answered: {:?}", String::from_utf8_lossy(&got));
 }
 
-/// `promtool check metrics` on `text` (Debian's `prometheus` package; test.sh installs it).
 fn promtool(text: &str) -> Result<(), String> {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("promtool: {e}; install Debian's `prometheus` package (./test.sh does)"));
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    if out.status.success() && said.trim().is_empty() {
-        Ok(())
-    } else {
-        Err(said)
-    }
+    common::promtool(text)
 }
 
 #[test]
