@@ -39,6 +39,10 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, CliError> {
             let period = Duration::from_millis(period_ms);
             serve(&ServeRun { tenants, period, readers, metrics_readers, duration: Duration::from_secs(secs) }, json)
         }
+        #[cfg(feature = "cluster")]
+        BenchCommand::Controller(crate::flags::BenchControllerArgs { etcd, tenants, quanta, json }) => {
+            controller(etcd, tenants as usize, quanta as usize, json)
+        }
     }?;
     Ok(ExitCode::SUCCESS)
 }
@@ -168,6 +172,24 @@ fn serve(run: &ServeRun, json: bool) -> Result<(), CliError> {
 }
 
 /// `fairshare bench enforce`: the HTB enforcer's costs at N tenants.
+/// `bench controller`: a quantum's commit to etcd at N tenants.
+#[cfg(feature = "cluster")]
+fn controller(etcd: Vec<String>, tenants: usize, quanta: usize, json: bool) -> Result<(), CliError> {
+    let r = fairshare_cluster::bench::measure(etcd, tenants, quanta).map_err(CliError::BenchController)?;
+    if json {
+        return print_json(&r);
+    }
+    outln!("{} tenants, {} quanta committed to etcd", r.tenants, r.quanta)?;
+    let rows = vec![
+        vec!["commit p50".to_string(), format!("{:.2} ms", r.commit_p50_ms)],
+        vec!["commit p99".to_string(), format!("{:.2} ms", r.commit_p99_ms)],
+        vec!["bytes per quantum".to_string(), format!("{:.0}", r.bytes_per_quantum)],
+        vec!["shards per quantum".to_string(), r.shards_per_quantum.to_string()],
+        vec!["whole quantum p50".to_string(), format!("{:.2} ms", r.quantum_p50_ms)],
+    ];
+    out!("{}", table(&["what", "value"], &rows))
+}
+
 fn enforce(tenants: usize, json: bool, inside: bool) -> Result<(), CliError> {
     if !(1..=60_000).contains(&tenants) {
         return Err(CliError::Usage(format!("--tenants {tenants}: from 1 to 60000")));

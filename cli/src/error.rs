@@ -102,6 +102,10 @@ pub enum CliError {
     /// `bench serve` could not run.
     #[error("bench serve: {0}")]
     BenchServe(#[source] fairshare_bench::serve::ServeBenchError),
+    /// `bench controller` could not run.
+    #[cfg(feature = "cluster")]
+    #[error("bench controller: {0}")]
+    BenchController(#[source] fairshare_cluster::bench::ControllerBenchError),
     /// Standard output was closed by its reader (`fairshare replay t.csv | head`): the
     /// command ends quietly with status 0.
     #[error("standard output is closed")]

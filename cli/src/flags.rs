@@ -175,6 +175,31 @@ pub enum BenchCommand {
     /// round trip, the device's own time, the host's overhead, the caller's critical
     /// path and the verifier's time (docs/performance.md).
     Offload(BenchOffloadArgs),
+    /// Run Q quanta of N tenants on a live pool that leads on the given etcd (a pool
+    /// name of its own, deleted after) and time each quantum's commit: median and p99,
+    /// bytes and shards per quantum (docs/performance.md). Built with `--features
+    /// cluster`.
+    #[cfg(feature = "cluster")]
+    Controller(BenchControllerArgs),
+}
+
+/// `fairshare bench controller`'s flags.
+#[cfg(feature = "cluster")]
+#[derive(clap::Args)]
+pub struct BenchControllerArgs {
+    /// etcd's client URLs, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub etcd: Vec<String>,
+    /// Tenants in the pool.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub tenants: u64,
+    /// Quanta to commit.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub quanta: u64,
+    /// Print JSON (tenants, quanta, commit_p50_ms, commit_p99_ms, bytes_per_quantum,
+    /// shards_per_quantum, quantum_p50_ms).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `fairshare hdl`'s commands.

@@ -246,3 +246,38 @@ fn kill_9_of_leaders_at_20_points_of_200_quanta_equals_an_uninterrupted_run() {
     assert_eq!(etcd.value("/fairshare/kills/quantum").as_deref(), Some("00000000000000000200"));
     eprintln!("controller: 20 kills -9 in 200 quanta, the longest wait for a new leader {failover:?}");
 }
+
+/// `fairshare bench controller` on a test etcd: every field present and plausible (as
+/// many quanta as asked, a state that grows with the tenants), and nothing of its pool
+/// left in etcd after.
+#[test]
+fn bench_controller_measures_commits_and_leaves_nothing() {
+    let etcd = Etcd::start();
+    let mut bytes = Vec::new();
+    for tenants in ["10", "1000"] {
+        let out = common::fairshare(&[
+            "bench",
+            "controller",
+            "--etcd",
+            &etcd.url,
+            "--tenants",
+            tenants,
+            "--quanta",
+            "20",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", common::text(&out.stderr));
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["quanta"], 20, "{r}");
+        let (p50, p99) = (r["commit_p50_ms"].as_f64().unwrap(), r["commit_p99_ms"].as_f64().unwrap());
+        assert!(p50 > 0.0 && p99 >= p50, "{r}");
+        assert_eq!(r["shards_per_quantum"], 1, "{r}");
+        bytes.push(r["bytes_per_quantum"].as_f64().unwrap());
+    }
+    assert!(bytes[1] > 50.0 * bytes[0], "the state grows with the tenants: {bytes:?}");
+    assert_eq!(etcd.ctl(&["get", "/fairshare/", "--prefix", "--keys-only"]).trim(), "", "the bench's keys are deleted");
+    // A bad flag is named.
+    let out = common::fairshare(&["bench", "controller", "--etcd", &etcd.url, "--tenants", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::text(&out.stderr).contains("--tenants"), "{}", common::text(&out.stderr));
+}

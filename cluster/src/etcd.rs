@@ -150,6 +150,13 @@ impl EtcdReplica {
         let _ = self.call("deleting old shards", client.delete(prefix, Some(DeleteOptions::new().with_prefix())));
     }
 
+    /// Deletes every key of this replica's pool (a bench's, after it ran).
+    pub fn delete_pool(&self) {
+        let mut client = self.client.clone();
+        let prefix = self.keys.leader().trim_end_matches("leader").to_string();
+        let _ = self.call("deleting the pool", client.delete(prefix, Some(DeleteOptions::new().with_prefix())));
+    }
+
     /// The pointer stored now, if any.
     fn current(&self) -> Result<Option<Pointer>, ReplicaError> {
         let mut client = self.client.clone();

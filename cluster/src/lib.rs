@@ -9,11 +9,13 @@
 //! Modules: [`layout`] (the keys under `/fairshare/{pool}/`, the fixed-width quantum,
 //! the pointer to a committed state and its shards), [`etcd`] (the service's
 //! [`fairshare_service::replica::Replica`] on an etcd client: election, sync, commit,
-//! demands), [`testing`] (a real one-member etcd for tests).
+//! demands), [`bench`] (`fairshare bench controller`: a commit's cost at N tenants),
+//! [`testing`] (a real one-member etcd for tests).
 //!
 //! This is the only crate that knows etcd. It depends on the service (whose pool, API
 //! and trait it serves) and never on the CLI; nothing but the CLI depends on it.
 
+pub mod bench;
 pub mod etcd;
 pub mod layout;
 pub mod testing;
