@@ -281,3 +281,41 @@ fn bench_controller_measures_commits_and_leaves_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert!(common::text(&out.stderr).contains("--tenants"), "{}", common::text(&out.stderr));
 }
+
+/// A join and a leave asked of the follower: 202, applied by the leader at its next
+/// quantum and committed with it; a new leader (after kill -9) has them too. A join
+/// with a token is refused, named.
+#[test]
+fn joins_and_leaves_on_any_replica_take_effect_at_the_next_quantum() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let a = replica(&etcd, "members", &dir.path().join("a.log"));
+    let b = replica(&etcd, "members", &dir.path().join("b.log"));
+    let (first, _) = leader(&[&a, &b], Duration::from_secs(10));
+    let (mut lead, follow) = if first == 0 { (a, b) } else { (b, a) };
+    let names = |v: &Value| -> Vec<String> {
+        v["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    let (code, body) = follow.http("POST", "/v1/tenants", "{\"name\": \"D\", \"weight\": 2}");
+    assert_eq!(code, 202, "{body}");
+    let (code, body) = follow.http("POST", "/v1/tenants", "{\"name\": \"E\", \"token_sha256\": \"00\"}");
+    assert_eq!(code, 400, "{body}");
+    let (code, body) = follow.http("DELETE", "/v1/tenants/B", "");
+    assert_eq!(code, 202, "{body}");
+    let q1 = lead.json("POST", "/v1/quantum", "");
+    assert_eq!(names(&q1), ["A", "C", "D"], "{q1}");
+    // Demands for the new tenant, once the follower shows it.
+    until(Duration::from_secs(5), "the follower shows D", || {
+        names(&follow.json("GET", "/v1/allocations", "")).contains(&"D".to_string())
+    });
+    assert_eq!(follow.http("PUT", "/v1/tenants/D/demand", "{\"slices\": 4}").0, 204);
+    assert_eq!(follow.http("PUT", "/v1/tenants/B/demand", "{\"slices\": 4}").0, 404);
+    let _ = lead.child.kill();
+    let _ = lead.child.wait();
+    leader(&[&follow], Duration::from_secs(15));
+    let q2 = follow.json("POST", "/v1/quantum", "");
+    assert_eq!(q2["quantum"], 2);
+    assert_eq!(names(&q2), ["A", "C", "D"], "{q2}");
+    let d = &q2["tenants"][2];
+    assert_eq!((d["demand_slices"].as_u64(), d["alloc_slices"].as_u64()), (Some(4), Some(4)), "{q2}");
+}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fairshare_service::config::ServeConfig;
 use fairshare_service::pool::{Demand, LivePool, StartOptions};
-use fairshare_service::replica::{Replica, ReplicaError, Role, Synced};
+use fairshare_service::replica::{Membership, Replica, ReplicaError, Role, Synced};
 use serde::{Deserialize, Serialize};
 
 use crate::etcd::{EtcdOptions, EtcdReplica};
@@ -74,6 +74,9 @@ impl Replica for Timed {
     }
     fn put_demand(&mut self, tenant: &str, slices: u64) -> Result<(), ReplicaError> {
         self.inner.put_demand(tenant, slices)
+    }
+    fn put_member(&mut self, change: &Membership) -> Result<(), ReplicaError> {
+        self.inner.put_member(change)
     }
 }
 

@@ -15,7 +15,7 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, SortOrder, SortTarget, Txn, TxnOp,
     TxnOpResponse,
 };
-use fairshare_service::replica::{Replica, ReplicaError, Role, Synced};
+use fairshare_service::replica::{Membership, Replica, ReplicaError, Role, Synced};
 
 use crate::layout::{parse_quantum, quantum_bytes, shards, Keys, Pointer};
 
@@ -276,13 +276,29 @@ impl Replica for EtcdReplica {
             self.seen = Some(p);
             state = Some(bytes);
         }
-        // The demands put after those the state took, as of the same revision.
-        let options = GetOptions::new()
-            .with_prefix()
-            .with_revision(revision)
-            .with_min_mod_revision(self.demands_revision + 1)
-            .with_sort(SortTarget::Mod, SortOrder::Ascend);
-        let got = self.call("reading the demands", client.get(self.keys.demands(), Some(options)))?;
+        // The joins, leaves and demands put after those the state took, as of the same
+        // revision.
+        let after = || {
+            GetOptions::new()
+                .with_prefix()
+                .with_revision(revision)
+                .with_min_mod_revision(self.demands_revision + 1)
+                .with_sort(SortTarget::Mod, SortOrder::Ascend)
+        };
+        let got = self.call("reading the joins and leaves", client.get(self.keys.members(), Some(after())))?;
+        let members = got
+            .kvs()
+            .iter()
+            .map(|kv| {
+                serde_json::from_slice::<Membership>(kv.value()).map_err(|e| {
+                    ReplicaError::Damaged(format!(
+                        "a join or leave it cannot read ({}): {e}",
+                        kv.key_str().unwrap_or("?")
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let got = self.call("reading the demands", client.get(self.keys.demands(), Some(after())))?;
         let prefix = self.keys.demands();
         let mut demands = Vec::new();
         for kv in got.kvs() {
@@ -293,7 +309,7 @@ impl Replica for EtcdReplica {
             demands.push((tenant, slices));
         }
         self.demands_revision = self.demands_revision.max(revision);
-        Ok(Synced { state, demands })
+        Ok(Synced { state, members, demands })
     }
 
     fn commit(&mut self, from: u64, state: &[u8]) -> Result<(), ReplicaError> {
@@ -374,6 +390,12 @@ impl Replica for EtcdReplica {
     fn put_demand(&mut self, tenant: &str, slices: u64) -> Result<(), ReplicaError> {
         let mut client = self.client.clone();
         self.call("writing the demand", client.put(self.keys.demand(tenant), slices.to_string(), None)).map(|_| ())
+    }
+
+    fn put_member(&mut self, change: &Membership) -> Result<(), ReplicaError> {
+        let text = serde_json::to_vec(change).map_err(|e| ReplicaError::Damaged(format!("a join or leave: {e}")))?;
+        let mut client = self.client.clone();
+        self.call("writing the join or leave", client.put(self.keys.member(change.name()), text, None)).map(|_| ())
     }
 }
 

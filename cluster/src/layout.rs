@@ -12,7 +12,9 @@
 //!   `generation` is the quantum and the writer's lease, so that no two writers ever
 //!   write the same keys;
 //! - `demand/{tenant}`: each tenant's declared demand in slices (decimal), put by any
-//!   replica before it acknowledges it.
+//!   replica before it acknowledges it;
+//! - `member/{tenant}`: the last join or leave of the tenant asked of any replica
+//!   (JSON), applied by the leader at its next quantum.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -65,6 +67,16 @@ impl Keys {
     /// A tenant's demand.
     pub fn demand(&self, tenant: &str) -> String {
         format!("{}demand/{tenant}", self.prefix)
+    }
+
+    /// The prefix of the joins and leaves.
+    pub fn members(&self) -> String {
+        format!("{}member/", self.prefix)
+    }
+
+    /// A tenant's last join or leave.
+    pub fn member(&self, tenant: &str) -> String {
+        format!("{}member/{tenant}", self.prefix)
     }
 }
 

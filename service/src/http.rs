@@ -232,10 +232,10 @@ async fn join(State(s): State<AppState>, headers: HeaderMap, request: Request) -
             keys.insert(&name, d).map_err(|m| ServiceError::BadRequest(format!("token_sha256: {m}")))?;
             app.keys.store(Arc::new(keys));
         }
-        Ok(view)
+        Ok((view, p.is_replica()))
     })
     .await?;
-    Ok((StatusCode::CREATED, view_json(&view)).into_response())
+    Ok(applied(view, StatusCode::CREATED))
 }
 
 async fn leave(
@@ -248,13 +248,24 @@ async fn leave(
     let app = Arc::clone(&s);
     let view = change(&s, move |p| {
         let view = p.leave(&name)?;
-        let mut keys = Keys::clone(&app.keys.load());
-        keys.remove(&name);
-        app.keys.store(Arc::new(keys));
-        Ok(view)
+        if !p.is_replica() {
+            let mut keys = Keys::clone(&app.keys.load());
+            keys.remove(&name);
+            app.keys.store(Arc::new(keys));
+        }
+        Ok((view, p.is_replica()))
     })
     .await?;
-    Ok(view_json(&view))
+    Ok(applied(view, StatusCode::OK))
+}
+
+/// The answer to a join or a leave: `done` with the view it made, or on a replica (the
+/// controller) 202 with the view as it is: the leader applies it at its next quantum.
+fn applied((view, queued): (Arc<publish::View>, bool), done: StatusCode) -> Response {
+    if queued {
+        return (StatusCode::ACCEPTED, view_json(&view)).into_response();
+    }
+    (done, view_json(&view)).into_response()
 }
 
 async fn status(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<Value>, ServiceError> {

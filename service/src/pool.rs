@@ -27,7 +27,7 @@ use crate::config::{check_match, check_name, DemandSource, Enforce, Match, Serve
 use crate::enforce::{Counters, Estimator, Htb};
 use crate::metrics::{Metrics, Phase};
 use crate::publish::{Published, ReplicaStatus, Status, View};
-use crate::replica::{Replica, ReplicaError, Role};
+use crate::replica::{Membership, Replica, ReplicaError, Role};
 use crate::saved::{self, Base, SavedChange, SavedPool};
 use crate::ServiceError;
 
@@ -617,6 +617,9 @@ impl LivePool {
     /// the tenant's token, if it has one; `selector`: what selects its traffic (needed
     /// with `enforce = htb`: its class and filter are made before the join commits, and
     /// removed if it does not).
+    ///
+    /// On a replica (the controller) the join is made durable in the store and applied
+    /// by the leader at its next quantum; the current view is returned.
     pub fn join(
         &mut self,
         name: &str,
@@ -624,8 +627,30 @@ impl LivePool {
         token: Option<Digest>,
         selector: Option<Match>,
     ) -> Result<Arc<View>, ServiceError> {
-        self.no_replica("POST /v1/tenants")?;
+        self.check_join(name, weight, &selector)?;
+        if self.replica.is_some() {
+            if token.is_some() {
+                return Err(ServiceError::BadRequest(
+                    "token_sha256: a controller's tenants take their tokens from the file; joined tenants have none \
+                     (not replicated yet)"
+                        .into(),
+                ));
+            }
+            let change = Membership::Join { name: name.to_string(), weight, selector };
+            let put = self.replica.as_mut().map_or(Ok(()), |r| r.put_member(&change));
+            self.replica_result(false, put)?;
+            return Ok(self.published.view.load_full());
+        }
+        self.join_now(name, weight, token, selector)
+    }
+
+    /// Refuses a join that cannot be: its name, weight, the pool's size, its match.
+    fn check_join(&self, name: &str, weight: u64, selector: &Option<Match>) -> Result<(), ServiceError> {
         check_name(name).map_err(|m| ServiceError::BadRequest(format!("name: {m}")))?;
+        if self.replica.is_some() && self.offload.allocator().index_of(name).is_some() {
+            // Refused here as the allocator refuses it where the join is made at once.
+            return Err(ServiceError::Pool(fairshare::Error::DuplicateUser(name.to_string())));
+        }
         if weight == 0 || weight > 1_000_000 {
             return Err(ServiceError::BadRequest(format!("weight: {weight} is outside 1 to 1000000")));
         }
@@ -641,6 +666,17 @@ impl LivePool {
         if self.htb.is_some() && selector.is_none() {
             return Err(ServiceError::BadRequest("match: missing; enforce = htb needs one per tenant".into()));
         }
+        Ok(())
+    }
+
+    /// Joins a tenant now (checked by [`LivePool::check_join`]), committed before it shows.
+    fn join_now(
+        &mut self,
+        name: &str,
+        weight: u64,
+        token: Option<Digest>,
+        selector: Option<Match>,
+    ) -> Result<Arc<View>, ServiceError> {
         let mut allocator = self.offload.allocator().clone();
         let mut members = self.members.clone();
         members.weights.push(weight);
@@ -675,9 +711,21 @@ impl LivePool {
     /// A tenant leaves between quanta; its credits are dropped, and the others' fair
     /// shares follow their weights over the pool's slices. With HTB its class and filter
     /// go once the leave is committed.
+    ///
+    /// On a replica the leave is made durable in the store and applied by the leader at
+    /// its next quantum; the current view is returned.
     pub fn leave(&mut self, name: &str) -> Result<Arc<View>, ServiceError> {
-        self.no_replica("DELETE /v1/tenants")?;
         let u = self.index(name)?;
+        if let Some(r) = self.replica.as_mut() {
+            let put = r.put_member(&Membership::Leave { name: name.to_string() });
+            self.replica_result(false, put)?;
+            return Ok(self.published.view.load_full());
+        }
+        self.leave_now(name, u)
+    }
+
+    /// Removes tenant `name` (index `u`) now, committed before it shows.
+    fn leave_now(&mut self, name: &str, u: usize) -> Result<Arc<View>, ServiceError> {
         let mut allocator = self.offload.allocator().clone();
         allocator.leave(name, PoolChange::Resize)?;
         let mut members = self.members.clone();
@@ -695,14 +743,10 @@ impl LivePool {
         Ok(view)
     }
 
-    /// Refuses what a replicated pool does not take yet: membership is the file's there.
-    fn no_replica(&self, what: &str) -> Result<(), ServiceError> {
-        match self.replica {
-            Some(_) => Err(ServiceError::Conflict(format!(
-                "{what}: the controller takes its tenants from the file; joins and leaves are not replicated yet"
-            ))),
-            None => Ok(()),
-        }
+    /// Whether this pool is a replica (the controller's): its joins and leaves are
+    /// applied at the leader's next quantum, not at once.
+    pub fn is_replica(&self) -> bool {
+        self.replica.is_some()
     }
 
     /// Commits a changed pool, then installs it: the device (if any) is put back from
@@ -793,6 +837,23 @@ impl LivePool {
         let synced = self.replica_result(false, synced)?;
         if let Some(state) = synced.state {
             self.restore(&state)?;
+        }
+        for change in synced.members {
+            let name = change.name().to_string();
+            let known = self.offload.allocator().index_of(&name);
+            let applied = match (change, known) {
+                (Membership::Join { weight, selector, .. }, None) => self
+                    .check_join(&name, weight, &selector)
+                    .and_then(|()| self.join_now(&name, weight, None, selector))
+                    .map(|_| "joins"),
+                (Membership::Leave { .. }, Some(u)) => self.leave_now(&name, u).map(|_| "leaves"),
+                // Already done (a state committed after it), or undone since.
+                _ => continue,
+            };
+            match applied {
+                Ok(what) => eprintln!("fairshare controller: `{name}` {what}"),
+                Err(e) => eprintln!("fairshare controller: the change of `{name}` could not be applied: {e}"),
+            }
         }
         for (tenant, slices) in synced.demands {
             match self.offload.allocator().index_of(&tenant) {

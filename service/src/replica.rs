@@ -12,11 +12,45 @@ pub struct Role {
     pub leader_api: Option<String>,
 }
 
+/// A change of the pool's members taken by a replica, applied by the leader at its
+/// next quantum (and committed with it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Membership {
+    /// A tenant joins.
+    Join {
+        /// Its name.
+        name: String,
+        /// Its weight.
+        weight: u64,
+        /// What selects its traffic, if anything.
+        #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+        selector: Option<crate::config::Match>,
+    },
+    /// A tenant leaves.
+    Leave {
+        /// Its name.
+        name: String,
+    },
+}
+
+impl Membership {
+    /// The tenant it is about.
+    pub fn name(&self) -> &str {
+        match self {
+            Membership::Join { name, .. } | Membership::Leave { name } => name,
+        }
+    }
+}
+
 /// What was committed or acknowledged elsewhere since a replica last looked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Synced {
     /// A newer whole state of the pool (the JSON a ledger keeps), if there is one.
     pub state: Option<Vec<u8>>,
+    /// Joins and leaves acknowledged after that state, in the order they were (applied
+    /// before the demands).
+    pub members: Vec<Membership>,
     /// Demands acknowledged after that state, in the order they were: (tenant, slices).
     pub demands: Vec<(String, u64)>,
 }
@@ -59,4 +93,7 @@ pub trait Replica: Send {
     fn commit(&mut self, from: u64, state: &[u8]) -> Result<(), ReplicaError>;
     /// Makes a tenant's demand durable (on any replica) before it is acknowledged.
     fn put_demand(&mut self, tenant: &str, slices: u64) -> Result<(), ReplicaError>;
+    /// Makes a join or a leave durable (on any replica) before it is acknowledged; the
+    /// leader applies it at its next quantum.
+    fn put_member(&mut self, change: &Membership) -> Result<(), ReplicaError>;
 }
