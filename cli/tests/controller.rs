@@ -318,4 +318,16 @@ fn joins_and_leaves_on_any_replica_take_effect_at_the_next_quantum() {
     assert_eq!(names(&q2), ["A", "C", "D"], "{q2}");
     let d = &q2["tenants"][2];
     assert_eq!((d["demand_slices"].as_u64(), d["alloc_slices"].as_u64()), (Some(4), Some(4)), "{q2}");
+    // A leave and a join of one name before the next quantum: both are applied, in order
+    // (the tenant joins again, last, as a new one).
+    let spare = replica(&etcd, "members", &dir.path().join("c.log"));
+    until(Duration::from_secs(5), "the new replica shows quantum 2", || status(&spare)["quantum"] == 2);
+    assert_eq!(spare.http("DELETE", "/v1/tenants/C", "").0, 202);
+    until(Duration::from_secs(5), "the replica shows C gone", || {
+        !names(&spare.json("GET", "/v1/allocations", "")).contains(&"C".to_string())
+    });
+    let (code, body) = spare.http("POST", "/v1/tenants", "{\"name\": \"C\", \"weight\": 3}");
+    assert_eq!(code, 202, "{body}");
+    let q3 = follow.json("POST", "/v1/quantum", "");
+    assert_eq!(names(&q3), ["A", "D", "C"], "{q3}");
 }

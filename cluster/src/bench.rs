@@ -64,6 +64,9 @@ impl Replica for Timed {
     fn sync(&mut self) -> Result<Synced, ReplicaError> {
         self.inner.sync()
     }
+    fn reset(&mut self) {
+        self.inner.reset();
+    }
     fn commit(&mut self, from: u64, state: &[u8]) -> Result<(), ReplicaError> {
         let start = Instant::now();
         let result = self.inner.commit(from, state);

@@ -17,7 +17,7 @@ use etcd_client::{
 };
 use fairshare_service::replica::{Membership, Replica, ReplicaError, Role, Synced};
 
-use crate::layout::{parse_quantum, quantum_bytes, shards, Keys, Pointer};
+use crate::layout::{parse_quantum, quantum_bytes, shards, Keys, Pointer, SHARD_BYTES};
 
 /// How a replica reaches etcd and campaigns.
 #[derive(Debug, Clone)]
@@ -54,16 +54,17 @@ pub enum EtcdError {
 struct Held {
     /// The election key it holds (deleted with its lease).
     key: Vec<u8>,
-    /// The key's create revision: the fence of every commit.
+    /// The key's create revision: the fence of every commit, and the term's name.
     revision: i64,
+    /// Told when a commit found this term over: the campaign gives it up. One per
+    /// term, so that a late word about an old term cannot end a newer one.
+    deposed: Arc<tokio::sync::Notify>,
 }
 
 /// What the background campaign and the pool's calls share.
 #[derive(Default)]
 struct Shared {
     held: Mutex<Option<Held>>,
-    /// Told when a commit found this replica deposed: the campaign starts again.
-    deposed: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -85,6 +86,8 @@ pub struct EtcdReplica {
     demands_revision: i64,
     /// This replica's API address, as advertised.
     api: Option<String>,
+    /// Commit attempts so far: each writes its shards under a generation of its own.
+    attempts: u64,
 }
 
 impl EtcdReplica {
@@ -99,7 +102,12 @@ impl EtcdReplica {
         let unreachable = |reason: String| EtcdError::Unreachable { endpoints: options.endpoints.join(","), reason };
         let client = runtime
             .block_on(async {
-                let connect = ConnectOptions::new().with_connect_timeout(options.timeout);
+                // HTTP/2 pings: a connection that went silent (a host or a route gone) is
+                // seen as dead within the deadline, not when TCP gives up.
+                let connect = ConnectOptions::new()
+                    .with_connect_timeout(options.timeout)
+                    .with_keep_alive(options.timeout, options.timeout)
+                    .with_keep_alive_while_idle(true);
                 let mut client =
                     tokio::time::timeout(options.timeout, Client::connect(&options.endpoints, Some(connect)))
                         .await
@@ -122,6 +130,7 @@ impl EtcdReplica {
             seen: None,
             demands_revision: 0,
             api: None,
+            attempts: 0,
         })
     }
 
@@ -137,10 +146,54 @@ impl EtcdReplica {
         })
     }
 
-    /// Gives the leadership up (a commit found it lost): the campaign starts again.
-    fn step_down(&self) {
-        *self.shared.held() = None;
-        self.shared.deposed.notify_one();
+    /// Gives up the term of `revision` (a commit found it over), if it is still the
+    /// current one: the campaign starts again.
+    fn step_down(&self, revision: i64) {
+        let mut held = self.shared.held();
+        if let Some(h) = held.as_ref().filter(|h| h.revision == revision) {
+            h.deposed.notify_one();
+            *held = None;
+        }
+    }
+
+    /// Deletes the generations that can no longer be pointed to once quantum `q` is
+    /// committed with generation `keep` (each would need the store at an older
+    /// quantum): those of quanta up to `q`, failed attempts included. Newer ones (a
+    /// successor's, being written) are left alone.
+    fn forget_older(&self, q: u64, keep: &str) {
+        let mut client = self.client.clone();
+        let prefix = self.keys.ledger();
+        let Ok(got) = self.call(
+            "listing old shards",
+            client.get(prefix.clone(), Some(GetOptions::new().with_prefix().with_keys_only())),
+        ) else {
+            return;
+        };
+        let mut old = std::collections::BTreeSet::new();
+        for kv in got.kvs() {
+            let rest = &kv.key()[prefix.len().min(kv.key().len())..];
+            let Some(generation) = std::str::from_utf8(rest).ok().and_then(|r| r.split('/').next()) else { continue };
+            let Some(number) = generation.get(..20).and_then(|n| parse_quantum(n.as_bytes()).ok()) else { continue };
+            if number <= q && generation != keep && rest.len() > generation.len() {
+                old.insert(generation.to_string());
+            }
+        }
+        for generation in old {
+            self.forget(&generation);
+        }
+    }
+
+    /// Deletes the joins and leaves that a committed state took (put up to `revision`).
+    fn forget_members(&self, revision: i64) {
+        let mut client = self.client.clone();
+        let options = GetOptions::new().with_prefix().with_keys_only().with_max_mod_revision(revision);
+        let Ok(got) = self.call("listing applied joins and leaves", client.get(self.keys.members(), Some(options)))
+        else {
+            return;
+        };
+        for kv in got.kvs() {
+            let _ = self.call("deleting an applied join or leave", client.delete(kv.key().to_vec(), None));
+        }
     }
 
     /// Deletes a generation's shards (one that did not commit, or was replaced).
@@ -155,6 +208,15 @@ impl EtcdReplica {
         let mut client = self.client.clone();
         let prefix = self.keys.leader().trim_end_matches("leader").to_string();
         let _ = self.call("deleting the pool", client.delete(prefix, Some(DeleteOptions::new().with_prefix())));
+    }
+
+    /// Takes `pointer` as committed by this replica: what it replaced, and the joins
+    /// and leaves it took, are deleted.
+    fn committed(&mut self, pointer: Pointer) {
+        let (q, keep, revision) = (pointer.quantum, pointer.generation.clone(), pointer.demands_revision);
+        self.seen = Some(pointer);
+        self.forget_older(q, &keep);
+        self.forget_members(revision);
     }
 
     /// The pointer stored now, if any.
@@ -174,24 +236,25 @@ fn pointer(bytes: &[u8]) -> Result<Pointer, ReplicaError> {
 /// found this replica deposed; records the leadership while it holds it.
 async fn campaign(mut client: Client, keys: Keys, api: String, ttl: i64, shared: Arc<Shared>) {
     let pause = Duration::from_millis(500);
+    let limit = Duration::from_secs(ttl.max(1) as u64);
     loop {
-        let lease = match client.lease_grant(ttl, None).await {
-            Ok(l) => l.id(),
-            Err(_) => {
+        let lease = match tokio::time::timeout(limit, client.lease_grant(ttl, None)).await {
+            Ok(Ok(l)) => l.id(),
+            _ => {
                 tokio::time::sleep(pause).await;
                 continue;
             }
         };
-        let Ok((mut keeper, mut stream)) = client.lease_keep_alive(lease).await else {
+        let Ok(Ok((mut keeper, mut stream))) = tokio::time::timeout(limit, client.lease_keep_alive(lease)).await else {
             tokio::time::sleep(pause).await;
             continue;
         };
         // Renews the lease every third of its TTL; returns once a renewal is not
         // answered within the TTL (the lease may be gone: step down first).
-        let period = Duration::from_millis((ttl.max(1) as u64) * 1000 / 3);
+        let period = limit / 3;
         let lost = async move {
             loop {
-                let renewed = tokio::time::timeout(Duration::from_secs(ttl.max(1) as u64), async {
+                let renewed = tokio::time::timeout(limit, async {
                     keeper.keep_alive().await.ok()?;
                     stream.message().await.ok().flatten().filter(|r| r.ttl() > 0)
                 })
@@ -208,14 +271,21 @@ async fn campaign(mut client: Client, keys: Keys, api: String, ttl: i64, shared:
             won = elections.campaign(keys.leader(), api.clone(), lease) => won,
             () = &mut lost => continue,
         };
-        let held = won.ok().and_then(|w| w.leader().map(|k| Held { key: k.key().to_vec(), revision: k.rev() }));
+        let deposed = Arc::new(tokio::sync::Notify::new());
+        let held = won.ok().and_then(|w| {
+            w.leader().map(|k| Held { key: k.key().to_vec(), revision: k.rev(), deposed: Arc::clone(&deposed) })
+        });
         if let Some(h) = held {
+            let revision = h.revision;
             *shared.held() = Some(h);
             tokio::select! {
                 () = &mut lost => {}
-                () = shared.deposed.notified() => {}
+                () = deposed.notified() => {}
             }
-            *shared.held() = None;
+            let mut held = shared.held();
+            if held.as_ref().is_some_and(|h| h.revision == revision) {
+                *held = None;
+            }
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), client.lease_revoke(lease)).await;
         tokio::time::sleep(pause).await;
@@ -259,8 +329,17 @@ impl Replica for EtcdReplica {
                 return Err(ReplicaError::Damaged(format!("quantum {q} with a pointer to quantum {}", p.quantum)));
             }
         }
+        // Nothing is taken as seen until every read succeeded.
         let mut state = None;
-        if let Some(p) = current.filter(|p| self.seen.as_ref().map(|s| &s.generation) != Some(&p.generation)) {
+        let mut since = self.demands_revision;
+        let newer = current.filter(|p| self.seen.as_ref().map(|s| &s.generation) != Some(&p.generation));
+        if let Some(p) = &newer {
+            if p.shards != p.bytes.div_ceil(SHARD_BYTES).max(1) {
+                return Err(ReplicaError::Damaged(format!(
+                    "a pointer to {} shards for {} bytes (generation {})",
+                    p.shards, p.bytes, p.generation
+                )));
+            }
             // A shard per request (an answer is limited to 4 MiB), all at one revision.
             let mut shards = Vec::with_capacity(p.shards);
             for i in 0..p.shards {
@@ -271,10 +350,8 @@ impl Replica for EtcdReplica {
                     shards.push(kv.value().to_vec());
                 }
             }
-            let bytes = p.join(shards).map_err(ReplicaError::Damaged)?;
-            self.demands_revision = p.demands_revision;
-            self.seen = Some(p);
-            state = Some(bytes);
+            state = Some(p.join(shards).map_err(ReplicaError::Damaged)?);
+            since = p.demands_revision;
         }
         // The joins, leaves and demands put after those the state took, as of the same
         // revision.
@@ -282,7 +359,7 @@ impl Replica for EtcdReplica {
             GetOptions::new()
                 .with_prefix()
                 .with_revision(revision)
-                .with_min_mod_revision(self.demands_revision + 1)
+                .with_min_mod_revision(since + 1)
                 .with_sort(SortTarget::Mod, SortOrder::Ascend)
         };
         let got = self.call("reading the joins and leaves", client.get(self.keys.members(), Some(after())))?;
@@ -308,8 +385,16 @@ impl Replica for EtcdReplica {
             })?;
             demands.push((tenant, slices));
         }
-        self.demands_revision = self.demands_revision.max(revision);
+        if let Some(p) = newer {
+            self.seen = Some(p);
+        }
+        self.demands_revision = since.max(revision);
         Ok(Synced { state, members, demands })
+    }
+
+    fn reset(&mut self) {
+        self.seen = None;
+        self.demands_revision = 0;
     }
 
     fn commit(&mut self, from: u64, state: &[u8]) -> Result<(), ReplicaError> {
@@ -319,16 +404,19 @@ impl Replica for EtcdReplica {
         };
         let stored = self.seen.as_ref().map_or(0, |p| p.quantum);
         if from != stored {
+            // The pool and what this replica took disagree: read the store again.
+            self.reset();
             return Err(ReplicaError::Fenced(format!("this replica ran quantum {from}, the store is at {stored}")));
         }
-        // The quantum and this leadership's revision: no other writer uses these keys.
-        let generation = format!("{}-{:x}", quantum_bytes(from + 1), held.revision);
+        // The quantum, this leadership's revision and the attempt: no other attempt, of
+        // this writer or another, ever writes these keys.
+        self.attempts += 1;
+        let generation = format!("{}-{:x}-{:x}", quantum_bytes(from + 1), held.revision, self.attempts);
         let mut client = self.client.clone();
         for (i, shard) in shards(state).into_iter().enumerate() {
-            if let Err(e) = self.call("writing the state", client.put(self.keys.shard(&generation, i), shard, None)) {
-                self.forget(&generation);
-                return Err(e);
-            }
+            // On a failure nothing points to them: deleted with the next commit's older
+            // generations.
+            self.call("writing the state", client.put(self.keys.shard(&generation, i), shard, None))?;
         }
         let next = Pointer::of(state, from + 1, generation.clone(), self.demands_revision);
         let text = serde_json::to_vec(&next).map_err(|e| ReplicaError::Damaged(format!("a pointer: {e}")))?;
@@ -345,12 +433,11 @@ impl Replica for EtcdReplica {
             .or_else([TxnOp::get(held.key.clone(), None), TxnOp::get(self.keys.quantum(), None)]);
         match self.call("committing the quantum", client.txn(txn)) {
             Ok(answer) if answer.succeeded() => {
-                if let Some(old) = self.seen.replace(next) {
-                    self.forget(&old.generation);
-                }
+                self.committed(next);
                 Ok(())
             }
             Ok(answer) => {
+                // Refused, and this attempt's keys are its own: they go.
                 self.forget(&generation);
                 let mut found = answer.op_responses().into_iter().map(|r| match r {
                     TxnOpResponse::Get(g) => g.kvs().first().map(|kv| (kv.create_revision(), kv.value().to_vec())),
@@ -358,27 +445,25 @@ impl Replica for EtcdReplica {
                 });
                 let (key, quantum) = (found.next().flatten(), found.next().flatten());
                 if key.map(|(rev, _)| rev) != Some(held.revision) {
-                    self.step_down();
+                    self.step_down(held.revision);
                     return Err(ReplicaError::Fenced(
                         "this replica no longer leads (its lease ended; another may lead)".into(),
                     ));
                 }
+                self.reset();
                 let at = quantum.map(|(_, q)| String::from_utf8_lossy(&q).into_owned()).unwrap_or_default();
                 Err(ReplicaError::Fenced(format!("the store is at quantum {at}, this replica ran quantum {from}")))
             }
             Err(lost) => {
-                // The answer was lost: the commit happened or not. Read it back.
+                // The answer was lost: the commit happened, or not, or may still. Read
+                // it back; its keys stay either way (a transaction still on its way may
+                // yet point to them), until a later commit makes them unreachable.
                 match self.current() {
                     Ok(Some(p)) if p.generation == generation => {
-                        if let Some(old) = self.seen.replace(p) {
-                            self.forget(&old.generation);
-                        }
+                        self.committed(p);
                         Ok(())
                     }
-                    Ok(_) => {
-                        self.forget(&generation);
-                        Err(ReplicaError::Store(format!("{lost}; read back: it did not commit")))
-                    }
+                    Ok(_) => Err(ReplicaError::Store(format!("{lost}; read back: not committed"))),
                     Err(e) => Err(ReplicaError::Store(format!(
                         "{lost}; whether it committed is not known yet ({e}): the next sync reads it"
                     ))),
@@ -394,8 +479,12 @@ impl Replica for EtcdReplica {
 
     fn put_member(&mut self, change: &Membership) -> Result<(), ReplicaError> {
         let text = serde_json::to_vec(change).map_err(|e| ReplicaError::Damaged(format!("a join or leave: {e}")))?;
+        // A key per change (a leave then a join of one name are two): named by the time
+        // and this process, ordered by etcd's revision when read.
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let key = self.keys.member(change.name(), &format!("{nanos:x}-{:x}", std::process::id()));
         let mut client = self.client.clone();
-        self.call("writing the join or leave", client.put(self.keys.member(change.name()), text, None)).map(|_| ())
+        self.call("writing the join or leave", client.put(key, text, None)).map(|_| ())
     }
 }
 
@@ -403,8 +492,9 @@ impl Drop for EtcdReplica {
     /// A leader that stops resigns: its lease is revoked, so that another replica
     /// leads at once instead of after the TTL.
     fn drop(&mut self) {
-        if self.shared.held().is_some() {
-            self.step_down();
+        let held = self.shared.held().as_ref().map(|h| h.revision);
+        if let Some(revision) = held {
+            self.step_down(revision);
             // The campaign revokes the lease when told; give it a moment.
             self.runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
         }

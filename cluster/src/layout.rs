@@ -9,12 +9,12 @@
 //! - `ledger/{generation}/{shard}`: the state's JSON in shards of at most
 //!   [`SHARD_BYTES`] (one request each, under etcd's 1.5 MiB per request), written
 //!   before the transaction that points to them, and so invisible until it commits;
-//!   `generation` is the quantum and the writer's lease, so that no two writers ever
-//!   write the same keys;
+//!   `generation` is the quantum, the leadership's revision and the attempt, so that no
+//!   two attempts ever write the same keys;
 //! - `demand/{tenant}`: each tenant's declared demand in slices (decimal), put by any
 //!   replica before it acknowledges it;
-//! - `member/{tenant}`: the last join or leave of the tenant asked of any replica
-//!   (JSON), applied by the leader at its next quantum.
+//! - `member/{tenant}/{change}`: each join or leave asked of any replica (JSON), applied
+//!   by the leader at its next quantum and deleted once a committed state holds it.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -49,6 +49,11 @@ impl Keys {
         format!("{}ledger/current", self.prefix)
     }
 
+    /// The prefix of the pointer and every generation.
+    pub fn ledger(&self) -> String {
+        format!("{}ledger/", self.prefix)
+    }
+
     /// The prefix of a generation's shards.
     pub fn generation(&self, generation: &str) -> String {
         format!("{}ledger/{generation}/", self.prefix)
@@ -74,9 +79,9 @@ impl Keys {
         format!("{}member/", self.prefix)
     }
 
-    /// A tenant's last join or leave.
-    pub fn member(&self, tenant: &str) -> String {
-        format!("{}member/{tenant}", self.prefix)
+    /// One join or leave of a tenant.
+    pub fn member(&self, tenant: &str, change: &str) -> String {
+        format!("{}member/{tenant}/{change}", self.prefix)
     }
 }
 
@@ -193,7 +198,7 @@ mod tests {
     #[test]
     fn keys_stay_under_the_pool() {
         let k = Keys::new("p");
-        for key in [k.leader(), k.quantum(), k.current(), k.shard("g", 2), k.demand("A")] {
+        for key in [k.leader(), k.quantum(), k.current(), k.shard("g", 2), k.demand("A"), k.member("A", "1")] {
             assert!(key.starts_with("/fairshare/p/"), "{key}");
         }
         assert_eq!(k.shard("g", 2), "/fairshare/p/ledger/g/000002");

@@ -45,6 +45,8 @@ fn a_commit_after_the_lease_ended_or_from_another_quantum_is_fenced() {
     // From a quantum the store is not at: refused, named.
     let err = a.commit(0, b"again").unwrap_err();
     assert!(matches!(&err, ReplicaError::Fenced(m) if m.contains("ran quantum 0, the store is at 1")), "{err}");
+    // The replica then reads the store again (as a pool does at each quantum).
+    assert_eq!(a.sync().unwrap().state.as_deref(), Some(&b"state after 1"[..]));
     // The lease ends (as a leader's does when it is paused past its TTL) while the
     // replica still believes it leads (it renews every second): its commit is refused
     // by the leader key's revision, and nothing of it stays.

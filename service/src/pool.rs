@@ -811,24 +811,37 @@ impl LivePool {
         if let Some(r) = self.replica.as_mut() {
             let role = r.role();
             if !role.leader {
-                self.publish_role(&role);
-                return self.refresh().map(|()| None);
+                return self.sync_as(role, false).map(|()| None);
             }
         }
         self.run_quantum().map(Some)
     }
 
-    /// Takes what the store committed and acknowledged since the last look (a replica
-    /// that does not lead shows the leader's quanta this way).
+    /// On a replica that does not lead, takes what the store committed and acknowledged
+    /// since the last look (the leader's quanta show this way); the leader takes them at
+    /// its next quantum instead.
     pub fn refresh(&mut self) -> Result<(), ServiceError> {
-        self.sync_replica(false)
+        let Some(r) = self.replica.as_mut() else { return Ok(()) };
+        let role = r.role();
+        if role.leader {
+            self.publish_role(&role);
+            return Ok(());
+        }
+        self.sync_as(role, false)
     }
 
     /// Brings a replica up to its store: the role published; with `lead`, refused
-    /// unless it leads; a newer committed state installed, then the demands after it.
+    /// unless it leads; a newer committed state installed, then the joins, leaves and
+    /// demands after it.
     fn sync_replica(&mut self, lead: bool) -> Result<(), ServiceError> {
         let Some(r) = self.replica.as_mut() else { return Ok(()) };
         let role = r.role();
+        self.sync_as(role, lead)
+    }
+
+    /// [`LivePool::sync_replica`] with the role already asked.
+    fn sync_as(&mut self, role: Role, lead: bool) -> Result<(), ServiceError> {
+        let Some(r) = self.replica.as_mut() else { return Ok(()) };
         let synced = if lead && !role.leader { None } else { Some(r.sync()) };
         self.publish_role(&role);
         let Some(synced) = synced else {
@@ -836,7 +849,14 @@ impl LivePool {
         };
         let synced = self.replica_result(false, synced)?;
         if let Some(state) = synced.state {
-            self.restore(&state)?;
+            if let Err(e) = self.restore(&state) {
+                // Not installed: the store reads it again next time.
+                if let Some(r) = self.replica.as_mut() {
+                    r.reset();
+                }
+                self.published.metrics.store_failed();
+                return Err(e);
+            }
         }
         for change in synced.members {
             let name = change.name().to_string();
@@ -868,6 +888,21 @@ impl LivePool {
     fn restore(&mut self, state: &[u8]) -> Result<(), ServiceError> {
         let damaged = |m: String| ServiceError::Replica(ReplicaError::Damaged(m));
         let s: SavedPool = serde_json::from_slice(state).map_err(|e| damaged(format!("a pool it cannot read: {e}")))?;
+        if s.format > saved::FORMAT {
+            return Err(damaged(format!(
+                "a pool of format {}, newer than this fairshare's ({})",
+                s.format,
+                saved::FORMAT
+            )));
+        }
+        let users = s.allocator.users.len();
+        if [s.demand.len(), s.weights.len()].iter().any(|&n| n != users) {
+            return Err(damaged(format!(
+                "a pool of {users} tenants with {} demands and {} weights",
+                s.demand.len(),
+                s.weights.len()
+            )));
+        }
         let base = s.base.ok_or_else(|| damaged("a pool without its configuration".into()))?;
         let differences = base.pool_differences(&Base::of(&self.config));
         if !differences.is_empty() {

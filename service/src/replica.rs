@@ -87,6 +87,9 @@ pub trait Replica: Send {
     /// What was committed and acknowledged since this replica last synced (or since it
     /// started).
     fn sync(&mut self) -> Result<Synced, ReplicaError>;
+    /// Forgets what this replica took from the store (the pool could not install it):
+    /// the next sync reads the committed state again.
+    fn reset(&mut self);
     /// Commits the pool's whole `state` after a quantum that started from quantum `from`:
     /// refused unless this replica leads and the store is at `from`. Exactly once: an
     /// answer lost on the way is resolved by reading back, never by writing again.
