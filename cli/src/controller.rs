@@ -6,10 +6,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use fairshare_cluster::{EtcdOptions, EtcdReplica};
-use fairshare_service::http::Clock;
 use fairshare_service::server::{serve, ServeOptions};
 
-use crate::flags::{self, ControllerArgs};
+use crate::flags::ControllerArgs;
 use crate::output::outln;
 use crate::CliError;
 
@@ -27,10 +26,7 @@ pub fn run(args: ControllerArgs) -> Result<ExitCode, CliError> {
         state: None,
         backend: args.device.backend.clone(),
         device: args.device.options(),
-        clock: match args.clock {
-            flags::Clock::Wall => Clock::Wall,
-            flags::Clock::Manual => Clock::Manual,
-        },
+        clock: args.clock.into(),
         insecure: args.insecure,
         accept_config_changes: false,
         replica: Some(Box::new(replica)),

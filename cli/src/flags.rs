@@ -18,6 +18,15 @@ pub enum Clock {
     Manual,
 }
 
+impl From<Clock> for fairshare_service::http::Clock {
+    fn from(c: Clock) -> Self {
+        match c {
+            Clock::Wall => fairshare_service::http::Clock::Wall,
+            Clock::Manual => fairshare_service::http::Clock::Manual,
+        }
+    }
+}
+
 /// Which top level `hdl verilog` exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Top {

@@ -3,10 +3,9 @@
 
 use std::process::ExitCode;
 
-use fairshare_service::http::Clock;
 use fairshare_service::server::{serve, ServeOptions};
 
-use crate::flags::{self, ServeArgs};
+use crate::flags::ServeArgs;
 use crate::output::outln;
 use crate::CliError;
 
@@ -18,10 +17,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         state: args.state,
         backend: args.device.backend.clone(),
         device: args.device.options(),
-        clock: match args.clock {
-            flags::Clock::Wall => Clock::Wall,
-            flags::Clock::Manual => Clock::Manual,
-        },
+        clock: args.clock.into(),
         insecure: args.insecure,
         accept_config_changes: args.accept_config_changes,
         replica: None,

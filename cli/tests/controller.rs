@@ -1,7 +1,8 @@
 //! `fairshare controller` end to end: replicas of one pool on a real etcd (Debian's
 //! `etcd-server`, started by the test on loopback ports in a temporary folder and
-//! killed when the test ends, also when it fails: `fairshare_cluster::testing`),
-//! killed and stopped as a host would.
+//! killed when the test ends, also when it fails: `fairshare_cluster::testing`; three
+//! members for the tests of elections, one for the others), killed and stopped as a
+//! host would.
 
 #![allow(clippy::unwrap_used)]
 
@@ -58,7 +59,7 @@ fn leader(replicas: &[&Running], limit: Duration) -> (usize, Duration) {
 /// computes them on the same demands.
 #[test]
 fn a_replica_takes_over_after_kill_9_and_the_pool_goes_on_exactly() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::cluster(3);
     let dir = tempfile::tempdir().unwrap();
     let a = replica(&etcd, "fig2", &dir.path().join("a.log"));
     let b = replica(&etcd, "fig2", &dir.path().join("b.log"));
@@ -94,7 +95,7 @@ fn a_replica_takes_over_after_kill_9_and_the_pool_goes_on_exactly() {
 /// and shows the new leader's quanta; no quantum is in the store twice.
 #[test]
 fn a_deposed_leader_is_fenced() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::cluster(3);
     let dir = tempfile::tempdir().unwrap();
     let a = replica(&etcd, "fence", &dir.path().join("a.log"));
     let b = replica(&etcd, "fence", &dir.path().join("b.log"));
@@ -211,7 +212,7 @@ fn kill_9_of_leaders_at_20_points_of_200_quanta_equals_an_uninterrupted_run() {
         let s = common::serve(&example(), &["--clock", "manual"]);
         demands.iter().map(|d| step(&s, &s, d)).collect()
     };
-    let etcd = Etcd::start();
+    let etcd = Etcd::cluster(3);
     let dir = tempfile::tempdir().unwrap();
     let mut started = 0;
     let mut start = || {
@@ -287,7 +288,7 @@ fn bench_controller_measures_commits_and_leaves_nothing() {
 /// with a token is refused, named.
 #[test]
 fn joins_and_leaves_on_any_replica_take_effect_at_the_next_quantum() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::cluster(3);
     let dir = tempfile::tempdir().unwrap();
     let a = replica(&etcd, "members", &dir.path().join("a.log"));
     let b = replica(&etcd, "members", &dir.path().join("b.log"));

@@ -1,25 +1,29 @@
-//! A real etcd for tests: one member (Debian's `etcd-server`) on free loopback ports in
-//! a temporary folder, killed and its folder removed when dropped, also when the test
-//! fails. Used by this crate's tests and the command's.
+//! A real etcd for tests (Debian's `etcd-server`): one member, or a cluster of three,
+//! on free loopback ports in a temporary folder; every member is killed and the folder
+//! removed when dropped, also when the test fails. Used by this crate's tests and the
+//! command's.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A one-member etcd on loopback.
+/// An etcd of one or more members on loopback.
 pub struct Etcd {
-    child: Child,
-    /// Its client URL.
+    members: Vec<Child>,
+    /// The members' client URLs, comma-separated (as `--etcd` takes them).
     pub url: String,
+    urls: Vec<String>,
     dir: tempfile::TempDir,
 }
 
 impl Drop for Etcd {
     fn drop(&mut self) {
-        // A stopped etcd (SIGSTOP) is continued first, so that it can die.
-        let _ = Command::new("kill").args(["-CONT", &self.child.id().to_string()]).status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for child in &mut self.members {
+            // A stopped member (SIGSTOP) is continued first, so that it can die.
+            let _ = Command::new("kill").args(["-CONT", &child.id().to_string()]).status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -29,33 +33,46 @@ fn free_port() -> u16 {
 }
 
 impl Etcd {
-    /// Starts etcd and waits (at most 20 s) until it answers its health check.
+    /// Starts a one-member etcd and waits (at most 20 s) until it is healthy.
     ///
     /// # Panics
     /// If etcd is not installed or does not become healthy: a test cannot go on.
     pub fn start() -> Etcd {
+        Etcd::cluster(1)
+    }
+
+    /// Starts an etcd of `n` members and waits (at most 20 s) until every member is
+    /// healthy (a leader elected among them).
+    ///
+    /// # Panics
+    /// As [`Etcd::start`].
+    pub fn cluster(n: usize) -> Etcd {
         let dir = tempfile::tempdir().expect("a temporary folder");
-        let (client, peer) = (free_port(), free_port());
-        let url = format!("http://127.0.0.1:{client}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
-        let data = dir.path().join("data");
-        let log = std::fs::File::create(dir.path().join("etcd.log")).expect("etcd's log file");
-        let child = Command::new("etcd")
-            .arg("--name")
-            .arg("t")
-            .arg("--data-dir")
-            .arg(&data)
-            .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
-            .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("t={peer_url}")])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("etcd (Debian: etcd-server; ./test.sh installs it)");
-        let etcd = Etcd { child, url, dir };
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let peers: Vec<String> =
+            ports.iter().enumerate().map(|(i, (_, p))| format!("m{i}=http://127.0.0.1:{p}")).collect();
+        let urls: Vec<String> = ports.iter().map(|(c, _)| format!("http://127.0.0.1:{c}")).collect();
+        let mut members = Vec::with_capacity(n);
+        for (i, (client, peer)) in ports.iter().enumerate() {
+            let (url, peer_url) = (format!("http://127.0.0.1:{client}"), format!("http://127.0.0.1:{peer}"));
+            let log = std::fs::File::create(dir.path().join(format!("m{i}.log"))).expect("etcd's log file");
+            let child = Command::new("etcd")
+                .args(["--name", &format!("m{i}"), "--initial-cluster-token", "fairshare-test"])
+                .arg("--data-dir")
+                .arg(dir.path().join(format!("m{i}")))
+                .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+                .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+                .args(["--initial-cluster", &peers.join(",")])
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("etcd (Debian: etcd-server; ./test.sh installs it)");
+            members.push(child);
+        }
+        let etcd = Etcd { members, url: urls.join(","), urls, dir };
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if etcd.healthy() {
+            if etcd.urls.iter().all(|u| healthy(u)) {
                 return etcd;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -63,26 +80,25 @@ impl Etcd {
         panic!("etcd did not become healthy within 20 s: {}", etcd.log());
     }
 
-    /// Whether etcd answers its health check now.
+    /// Whether every member answers its health check now.
     pub fn healthy(&self) -> bool {
-        let Ok(mut conn) = std::net::TcpStream::connect(self.url.trim_start_matches("http://")) else { return false };
-        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-        let request = "GET /health HTTP/1.1\r\nHost: etcd\r\nConnection: close\r\n\r\n";
-        let mut answer = String::new();
-        std::io::Write::write_all(&mut conn, request.as_bytes()).is_ok()
-            && std::io::Read::read_to_string(&mut conn, &mut answer).is_ok()
-            && answer.contains("\"health\":\"true\"")
+        self.urls.iter().all(|u| healthy(u))
     }
 
-    /// What etcd logged.
+    /// What the members logged.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+        (0..self.members.len())
+            .map(|i| std::fs::read_to_string(self.dir.path().join(format!("m{i}.log"))).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
-    /// Sends `signal` (`-STOP`, `-CONT`) to etcd.
+    /// Sends `signal` (`-STOP`, `-CONT`) to every member.
     pub fn signal(&self, signal: &str) {
-        let ok = Command::new("kill").args([signal, &self.child.id().to_string()]).status().is_ok_and(|s| s.success());
-        assert!(ok, "kill {signal} etcd");
+        for child in &self.members {
+            let ok = Command::new("kill").args([signal, &child.id().to_string()]).status().is_ok_and(|s| s.success());
+            assert!(ok, "kill {signal} etcd");
+        }
     }
 
     /// `etcdctl ARGS` against this etcd: its stdout.
@@ -105,4 +121,15 @@ impl Etcd {
         let v = self.ctl(&["get", key, "--print-value-only"]).trim().to_string();
         (!v.is_empty()).then_some(v)
     }
+}
+
+/// Whether the member at `url` answers its health check now.
+fn healthy(url: &str) -> bool {
+    let Ok(mut conn) = std::net::TcpStream::connect(url.trim_start_matches("http://")) else { return false };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = "GET /health HTTP/1.1\r\nHost: etcd\r\nConnection: close\r\n\r\n";
+    let mut answer = String::new();
+    std::io::Write::write_all(&mut conn, request.as_bytes()).is_ok()
+        && std::io::Read::read_to_string(&mut conn, &mut answer).is_ok()
+        && answer.contains("\"health\":\"true\"")
 }

@@ -1,5 +1,6 @@
-//! The replica on a real etcd (one member on loopback, `fairshare_cluster::testing`),
-//! driven in process: fencing, shards, demands, read back by another replica.
+//! The replica on a real etcd (`fairshare_cluster::testing`: three members on loopback
+//! for fencing, one for the others), driven in process: fencing, shards, demands,
+//! read back by another replica, an etcd that does not answer.
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,7 +12,7 @@ use fairshare_service::replica::{Replica, ReplicaError};
 
 fn replica(etcd: &Etcd, pool: &str) -> EtcdReplica {
     let options = EtcdOptions {
-        endpoints: vec![etcd.url.clone()],
+        endpoints: etcd.url.split(',').map(String::from).collect(),
         pool: pool.into(),
         ttl_secs: 3,
         timeout: Duration::from_secs(2),
@@ -36,7 +37,7 @@ fn keys(etcd: &Etcd, prefix: &str) -> Vec<String> {
 
 #[test]
 fn a_commit_after_the_lease_ended_or_from_another_quantum_is_fenced() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::cluster(3);
     let mut a = replica(&etcd, "p");
     lead(&mut a, "http://a");
     assert_eq!(a.sync().unwrap().state, None, "a new pool has nothing committed");
