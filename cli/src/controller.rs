@@ -17,7 +17,6 @@ pub fn run(args: ControllerArgs) -> Result<ExitCode, CliError> {
     let replica = EtcdReplica::connect(EtcdOptions {
         endpoints: args.etcd,
         pool: args.pool,
-        ttl_secs: args.lease_ttl,
         timeout: Duration::from_millis(args.etcd_timeout_ms),
     })?;
     let options = ServeOptions {

@@ -404,10 +404,6 @@ pub struct ControllerArgs {
     /// The pool's name: its keys in etcd are under /fairshare/NAME/.
     #[arg(long, default_value = "default")]
     pub pool: String,
-    /// The leader's lease in etcd, whole seconds: a leader that stops is replaced
-    /// after about this long.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i64).range(1..=60))]
-    pub lease_ttl: i64,
     /// The longest one call to etcd may take, milliseconds.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub etcd_timeout_ms: u64,

@@ -55,8 +55,8 @@ struct Timed {
 }
 
 impl Replica for Timed {
-    fn start(&mut self, api: &str) {
-        self.inner.start(api);
+    fn start(&mut self, api: &str, lease_ttl: Duration) {
+        self.inner.start(api, lease_ttl);
     }
     fn role(&mut self) -> Role {
         self.inner.role()
@@ -115,7 +115,7 @@ pub fn measure(
     for t in 0..tenants {
         pool.set_demand(&format!("t{t}"), Demand::Slices((t as u64 * 7919) % 9))?;
     }
-    let options = EtcdOptions { endpoints, pool: pool_name.clone(), ttl_secs: 3, timeout: Duration::from_secs(10) };
+    let options = EtcdOptions { endpoints, pool: pool_name.clone(), timeout: Duration::from_secs(10) };
     let cleanup = EtcdReplica::connect(options.clone())?;
     let commits = Arc::new(Mutex::new(Vec::new()));
     pool.set_replica(Box::new(Timed { inner: EtcdReplica::connect(options)?, commits: Arc::clone(&commits) }))?;

@@ -26,9 +26,6 @@ pub struct EtcdOptions {
     pub endpoints: Vec<String>,
     /// The pool's name: its keys are under `/fairshare/{pool}/`.
     pub pool: String,
-    /// The leader's lease, seconds: a leader that stops renewing it is replaced after
-    /// this long.
-    pub ttl_secs: i64,
     /// The longest one call to etcd may take.
     pub timeout: Duration,
 }
@@ -140,8 +137,8 @@ impl EtcdReplica {
         self.runtime.block_on(async {
             match tokio::time::timeout(timeout, f).await {
                 Ok(Ok(v)) => Ok(v),
-                Ok(Err(e)) => Err(ReplicaError::Store(format!("{what}: {e}"))),
-                Err(_) => Err(ReplicaError::Store(format!("{what}: etcd did not answer within {timeout:?}"))),
+                Ok(Err(e)) => Err(store(what, e)),
+                Err(_) => Err(store(what, NoAnswer(timeout))),
             }
         })
     }
@@ -227,6 +224,16 @@ impl EtcdReplica {
     }
 }
 
+/// etcd did not answer a call within its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("no answer within {0:?}")]
+struct NoAnswer(Duration);
+
+/// An error of etcd's on `call`.
+fn store(call: &str, source: impl std::error::Error + Send + Sync + 'static) -> ReplicaError {
+    ReplicaError::Store { store: "etcd", call: call.to_string(), source: Box::new(source) }
+}
+
 /// A stored pointer, or why it is not one.
 fn pointer(bytes: &[u8]) -> Result<Pointer, ReplicaError> {
     serde_json::from_slice(bytes).map_err(|e| ReplicaError::Damaged(format!("a ledger pointer it cannot read: {e}")))
@@ -293,10 +300,11 @@ async fn campaign(mut client: Client, keys: Keys, api: String, ttl: i64, shared:
 }
 
 impl Replica for EtcdReplica {
-    fn start(&mut self, api: &str) {
+    fn start(&mut self, api: &str, lease_ttl: Duration) {
         self.api = Some(api.to_string());
         let (client, keys, shared) = (self.client.clone(), self.keys.clone(), Arc::clone(&self.shared));
-        self.runtime.spawn(campaign(client, keys, api.to_string(), self.options.ttl_secs, shared));
+        let ttl = i64::try_from(lease_ttl.as_secs()).unwrap_or(60).max(1);
+        self.runtime.spawn(campaign(client, keys, api.to_string(), ttl, shared));
     }
 
     fn role(&mut self) -> Role {
@@ -463,10 +471,11 @@ impl Replica for EtcdReplica {
                         self.committed(p);
                         Ok(())
                     }
-                    Ok(_) => Err(ReplicaError::Store(format!("{lost}; read back: not committed"))),
-                    Err(e) => Err(ReplicaError::Store(format!(
-                        "{lost}; whether it committed is not known yet ({e}): the next sync reads it"
-                    ))),
+                    Ok(_) => Err(store("committing the quantum (read back: not committed)", lost)),
+                    Err(e) => Err(store(
+                        "committing the quantum (whether it committed is not known yet: the next sync reads it)",
+                        e,
+                    )),
                 }
             }
         }

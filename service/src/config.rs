@@ -109,6 +109,12 @@ fn default_weight() -> u64 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawController {
+    lease_ttl: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawConfig {
     pool: RawPool,
     demand: RawDemand,
@@ -116,7 +122,11 @@ struct RawConfig {
     tenants: Vec<RawTenant>,
     auth: Option<RawAuth>,
     tls: Option<RawTls>,
+    controller: Option<RawController>,
 }
+
+/// The leader's lease when `controller.lease_ttl` is not given.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(3);
 
 /// Credits every tenant starts with when `pool.initial_credits` is not given: 2^30.
 /// Karma's credits only order tenants, so a large start changes no ranking; what it
@@ -252,6 +262,8 @@ pub struct ServeConfig {
     pub auth: Option<Auth>,
     /// TLS, if any.
     pub tls: Option<Tls>,
+    /// The leader's lease of `fairshare controller` (whole seconds, as etcd's are).
+    pub lease_ttl: Duration,
 }
 
 /// A rate in bits per second: a number and a unit (`bit`, `kbit`, `mbit`, `gbit`, `tbit`;
@@ -355,6 +367,18 @@ impl ServeConfig {
             Some(t) => Some(Tls { cert: path("tls.cert", &t.cert)?, key: path("tls.key", &t.key)? }),
             None => None,
         };
+        let lease_ttl = match raw.controller.as_ref().and_then(|c| c.lease_ttl.as_deref()) {
+            None => DEFAULT_LEASE_TTL,
+            Some(text) => {
+                let ttl = parse_period(text).map_err(|m| err(format!("controller.lease_ttl: {m}")))?;
+                if ttl.subsec_nanos() != 0 || !(1..=60).contains(&ttl.as_secs()) {
+                    return Err(err(format!(
+                        "controller.lease_ttl: `{text}` is not a whole number of seconds from 1 to 60 (etcd's leases are)"
+                    )));
+                }
+                ttl
+            }
+        };
         let demand = match raw.demand.source.as_str() {
             "declared" => DemandSource::Declared,
             "measured" => DemandSource::Measured,
@@ -434,6 +458,7 @@ impl ServeConfig {
             tenants,
             auth,
             tls,
+            lease_ttl,
         };
         config.pool_config().map_err(|e| err(format!("tenants: {e}")))?;
         Ok(config)
@@ -516,6 +541,21 @@ weight = 1
         assert_eq!(c.initial_credits, DEFAULT_INITIAL_CREDITS);
         assert_eq!(c.max_tenants, DEFAULT_MAX_TENANTS);
         assert!(check_name("a-Z_0.9").is_ok() && check_name(&"x".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn the_controller_lease_is_whole_seconds_three_by_default() {
+        assert_eq!(ServeConfig::parse("x.toml", EXAMPLE).expect("valid").lease_ttl, DEFAULT_LEASE_TTL);
+        let with = |ttl: &str| ServeConfig::parse("x.toml", &format!("{EXAMPLE}[controller]\nlease_ttl = \"{ttl}\"\n"));
+        assert_eq!(with("5s").expect("valid").lease_ttl, Duration::from_secs(5));
+        for bad in ["2500ms", "0s", "61s"] {
+            let e = with(bad).expect_err(bad).to_string();
+            assert!(e.contains("controller.lease_ttl") && e.contains(bad), "{e}");
+        }
+        let e = ServeConfig::parse("x.toml", &format!("{EXAMPLE}[controller]\nttl = 3\n"))
+            .expect_err("unknown")
+            .to_string();
+        assert!(e.contains("ttl"), "{e}");
     }
 
     #[test]

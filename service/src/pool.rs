@@ -798,10 +798,12 @@ impl LivePool {
         Ok(())
     }
 
-    /// Starts the replica's part (campaigning to lead), advertising `api`.
+    /// Starts the replica's part (campaigning to lead, under the configuration's
+    /// lease), advertising `api`.
     pub fn start_replica(&mut self, api: &str) {
+        let ttl = self.config.lease_ttl;
         if let Some(r) = self.replica.as_mut() {
-            r.start(api);
+            r.start(api, ttl);
         }
     }
 

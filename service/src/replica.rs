@@ -69,8 +69,16 @@ pub enum ReplicaError {
     #[error("the commit was refused: {0}")]
     Fenced(String),
     /// The store could not be reached, or answered an error.
-    #[error("the store: {0}")]
-    Store(String),
+    #[error("{store}: {call}: {source}")]
+    Store {
+        /// Which store (`etcd`).
+        store: &'static str,
+        /// What was asked of it.
+        call: String,
+        /// Its error, or the lack of an answer.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The store holds something this replica cannot read.
     #[error("the store holds {0}")]
     Damaged(String),
@@ -79,9 +87,9 @@ pub enum ReplicaError {
 /// What a replicated pool asks of its store. Calls block; they are made under the
 /// pool's lock, between quanta.
 pub trait Replica: Send {
-    /// Starts taking part (campaigning to lead), advertising `api` as this replica's
-    /// API address.
-    fn start(&mut self, api: &str);
+    /// Starts taking part (campaigning to lead, under a lease of `lease_ttl`),
+    /// advertising `api` as this replica's API address.
+    fn start(&mut self, api: &str, lease_ttl: std::time::Duration);
     /// Who leads now.
     fn role(&mut self) -> Role;
     /// What was committed and acknowledged since this replica last synced (or since it
