@@ -224,6 +224,18 @@ impl<'a> Iterator for Attributes<'a> {
     }
 }
 
+/// An answer's body, or the kernel's refusal if it is an error message (an errno of 0
+/// is an acknowledgement: its body is given).
+fn answer<'a>(ty: u16, body: &'a [u8], what: &str) -> Result<&'a [u8], Refused> {
+    if ty == NLMSG_ERROR {
+        let errno = -(u32_at(body, 0) as i32);
+        if errno != 0 {
+            return Err(Refused { what: what.to_string(), errno, message: None });
+        }
+    }
+    Ok(body)
+}
+
 /// A `u32` at `at` of `bytes` (0 if short).
 pub fn u32_at(bytes: &[u8], at: usize) -> u32 {
     bytes.get(at..at + 4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
@@ -260,10 +272,7 @@ impl Rtnl {
         let first = self.seq.wrapping_add(1);
         for (msg, what) in batch {
             self.seq = self.seq.wrapping_add(1);
-            let mut msg = msg;
-            let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | flag::ACK | flag::ECHO;
-            msg.buf[6..8].copy_from_slice(&f.to_ne_bytes());
-            let bytes = msg.finish(self.seq);
+            let bytes = flagged(msg, flag::ACK | flag::ECHO).finish(self.seq);
             if !datagram.is_empty() && (datagram.len() + bytes.len() > CHUNK || pending.len() >= CHUNK_MESSAGES) {
                 self.exchange(&datagram, &mut pending, first, &mut results)?;
                 datagram.clear();
@@ -353,28 +362,8 @@ impl Rtnl {
 
     /// One request answered by one message (a `GET` of one object): its body, or why not.
     pub fn get(&mut self, request: Msg, what: &str) -> io::Result<Result<Vec<u8>, Refused>> {
-        self.seq = self.seq.wrapping_add(1);
-        let seq = self.seq;
-        self.socket.send(&request.finish(seq), 0)?;
-        loop {
-            let n = self.recv()?;
-            let mut at = 0;
-            while at + HEADER <= n {
-                let len = u32_at(&self.buf, at) as usize;
-                if len < HEADER || at + len > n {
-                    break;
-                }
-                let ty = u16::from_ne_bytes([self.buf[at + 4], self.buf[at + 5]]);
-                if u32_at(&self.buf, at + 8) == seq {
-                    if ty == NLMSG_ERROR {
-                        let errno = -(u32_at(&self.buf, at + HEADER) as i32);
-                        return Ok(Err(Refused { what: what.to_string(), errno, message: None }));
-                    }
-                    return Ok(Ok(self.buf[at + HEADER..at + len].to_vec()));
-                }
-                at += (len + 3) & !3;
-            }
-        }
+        let seq = self.send(request)?;
+        self.answers(seq, |ty, body| Some(answer(ty, body, what).map(<[u8]>::to_vec)))
     }
 
     /// One request, echoed and acknowledged: the answer's body if the kernel sent one
@@ -382,13 +371,29 @@ impl Rtnl {
     /// for, and not at all for a built-in default), or why not. Reads up to the
     /// acknowledgement, so that nothing of it is left for the next request.
     pub fn get_acked(&mut self, request: Msg, what: &str) -> io::Result<Result<Option<Vec<u8>>, Refused>> {
-        self.seq = self.seq.wrapping_add(1);
-        let seq = self.seq;
-        let mut msg = request;
-        let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | flag::ACK | flag::ECHO;
-        msg.buf[6..8].copy_from_slice(&f.to_ne_bytes());
-        self.socket.send(&msg.finish(seq), 0)?;
+        let seq = self.send(flagged(request, flag::ACK | flag::ECHO))?;
         let mut body = None;
+        self.answers(seq, |ty, b| match answer(ty, b, what) {
+            // The acknowledgement (an error message of errno 0) ends it.
+            Ok(_) if ty == NLMSG_ERROR => Some(Ok(body.take())),
+            Ok(b) => {
+                body = Some(b.to_vec());
+                None
+            }
+            Err(refused) => Some(Err(refused)),
+        })
+    }
+
+    /// Sends `request` with the next sequence number; that number.
+    fn send(&mut self, request: Msg) -> io::Result<u32> {
+        self.seq = self.seq.wrapping_add(1);
+        self.socket.send(&request.finish(self.seq), 0)?;
+        Ok(self.seq)
+    }
+
+    /// Hands each message answering `seq` (its type and body) to `on` until `on`
+    /// returns a result.
+    fn answers<R>(&mut self, seq: u32, mut on: impl FnMut(u16, &[u8]) -> Option<R>) -> io::Result<R> {
         loop {
             let n = self.recv()?;
             let mut at = 0;
@@ -399,14 +404,9 @@ impl Rtnl {
                 }
                 let ty = u16::from_ne_bytes([self.buf[at + 4], self.buf[at + 5]]);
                 if u32_at(&self.buf, at + 8) == seq {
-                    if ty == NLMSG_ERROR {
-                        let errno = -(u32_at(&self.buf, at + HEADER) as i32);
-                        if errno == 0 {
-                            return Ok(Ok(body));
-                        }
-                        return Ok(Err(Refused { what: what.to_string(), errno, message: None }));
+                    if let Some(r) = on(ty, &self.buf[at + HEADER..at + len]) {
+                        return Ok(r);
                     }
-                    body = Some(self.buf[at + HEADER..at + len].to_vec());
                 }
                 at += (len + 3) & !3;
             }
@@ -426,37 +426,25 @@ impl Rtnl {
         what: &str,
         mut each: impl FnMut(&[u8]),
     ) -> io::Result<Result<(), Refused>> {
-        self.seq = self.seq.wrapping_add(1);
-        let seq = self.seq;
-        let mut msg = request;
-        let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | flag::DUMP;
-        msg.buf[6..8].copy_from_slice(&f.to_ne_bytes());
-        self.socket.send(&msg.finish(seq), 0)?;
-        loop {
-            let n = self.recv()?;
-            let mut at = 0;
-            while at + HEADER <= n {
-                let len = u32_at(&self.buf, at) as usize;
-                if len < HEADER || at + len > n {
-                    break;
-                }
-                let ty = u16::from_ne_bytes([self.buf[at + 4], self.buf[at + 5]]);
-                if u32_at(&self.buf, at + 8) == seq {
-                    match ty {
-                        NLMSG_DONE => return Ok(Ok(())),
-                        NLMSG_ERROR => {
-                            let errno = -(u32_at(&self.buf, at + HEADER) as i32);
-                            if errno != 0 {
-                                return Ok(Err(Refused { what: what.to_string(), errno, message: None }));
-                            }
-                        }
-                        _ => each(&self.buf[at + HEADER..at + len]),
-                    }
-                }
-                at += (len + 3) & !3;
+        let seq = self.send(flagged(request, flag::DUMP))?;
+        self.answers(seq, |ty, body| match (ty, answer(ty, body, what)) {
+            (NLMSG_DONE, _) => Some(Ok(())),
+            (_, Err(refused)) => Some(Err(refused)),
+            // An acknowledgement within a dump says nothing.
+            (NLMSG_ERROR, Ok(_)) => None,
+            (_, Ok(body)) => {
+                each(body);
+                None
             }
-        }
+        })
     }
+}
+
+/// `msg` with `extra` flags set in its header.
+fn flagged(mut msg: Msg, extra: u16) -> Msg {
+    let f = u16::from_ne_bytes([msg.buf[6], msg.buf[7]]) | extra;
+    msg.buf[6..8].copy_from_slice(&f.to_ne_bytes());
+    msg
 }
 
 /// A built message's bytes (sequence 0), for the tests of the message builders.
