@@ -37,6 +37,18 @@ fn replica_with(etcd: &Etcd, pool: &str, log: &Path, clock: &str, ttl: &str) -> 
     Running { child, addr: Addr::Tcp(addr.to_string()), token: None }
 }
 
+/// Two replicas of `pool` (logs in `dir`), once one leads: (the leader, the other).
+fn two_replicas(etcd: &Etcd, pool: &str, dir: &Path) -> (Running, Running) {
+    let a = replica(etcd, pool, &dir.join("a.log"));
+    let b = replica(etcd, pool, &dir.join("b.log"));
+    let (first, _) = leader(&[&a, &b], Duration::from_secs(10));
+    if first == 0 {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
 fn status(r: &Running) -> Value {
     r.json("GET", "/v1/status", "")
 }
@@ -63,10 +75,7 @@ fn leader(replicas: &[&Running], limit: Duration) -> (usize, Duration) {
 fn a_replica_takes_over_after_kill_9_and_the_pool_goes_on_exactly() {
     let etcd = Etcd::cluster(3);
     let dir = tempfile::tempdir().unwrap();
-    let a = replica(&etcd, "fig2", &dir.path().join("a.log"));
-    let b = replica(&etcd, "fig2", &dir.path().join("b.log"));
-    let (first, _) = leader(&[&a, &b], Duration::from_secs(10));
-    let (mut lead, follow) = if first == 0 { (a, b) } else { (b, a) };
+    let (mut lead, follow) = two_replicas(&etcd, "fig2", dir.path());
     // Only the leader runs quanta; the follower names it.
     let refused = follow.request("POST", "/v1/quantum", &[], "");
     assert_eq!(refused.status, 409, "{}", refused.body);
@@ -99,10 +108,7 @@ fn a_replica_takes_over_after_kill_9_and_the_pool_goes_on_exactly() {
 fn a_deposed_leader_is_fenced() {
     let etcd = Etcd::cluster(3);
     let dir = tempfile::tempdir().unwrap();
-    let a = replica(&etcd, "fence", &dir.path().join("a.log"));
-    let b = replica(&etcd, "fence", &dir.path().join("b.log"));
-    let (first, _) = leader(&[&a, &b], Duration::from_secs(10));
-    let (old, new) = if first == 0 { (a, b) } else { (b, a) };
+    let (old, new) = two_replicas(&etcd, "fence", dir.path());
     let mut answers = vec![figure2_quantum(&old, &old, 0)];
     let signal = |sig: &str| {
         assert!(Command::new("kill").args([sig, &old.child.id().to_string()]).status().unwrap().success());
@@ -292,10 +298,7 @@ fn bench_controller_measures_commits_and_leaves_nothing() {
 fn joins_and_leaves_on_any_replica_take_effect_at_the_next_quantum() {
     let etcd = Etcd::cluster(3);
     let dir = tempfile::tempdir().unwrap();
-    let a = replica(&etcd, "members", &dir.path().join("a.log"));
-    let b = replica(&etcd, "members", &dir.path().join("b.log"));
-    let (first, _) = leader(&[&a, &b], Duration::from_secs(10));
-    let (mut lead, follow) = if first == 0 { (a, b) } else { (b, a) };
+    let (mut lead, follow) = two_replicas(&etcd, "members", dir.path());
     let names = |v: &Value| -> Vec<String> {
         v["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
     };
