@@ -258,3 +258,23 @@ fn a_bad_configuration_exits_2_naming_the_field() {
     assert!(err.contains("bad.toml: pool.capacity") && err.contains("`6mbps`"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// Demands from the hosts' agents are a controller's: serve refuses them at start.
+#[test]
+fn serve_refuses_demands_from_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agents.toml");
+    let text = std::fs::read_to_string(example())
+        .unwrap()
+        .replace("source = \"declared\"", "source = \"agents\"")
+        .replace("weight = 1\n", "weight = 1\nmatch = { fwmark = 1 }\n");
+    std::fs::write(&config, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fairshare"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("demand.source = \"agents\"") && err.contains("fairshare controller"), "{err}");
+    assert!(out.stdout.is_empty());
+}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fairshare_service::config::ServeConfig;
 use fairshare_service::pool::{Demand, LivePool, StartOptions};
-use fairshare_service::replica::{Membership, Replica, ReplicaError, Role, Synced};
+use fairshare_service::replica::{Membership, Publication, Replica, ReplicaError, Role, Synced};
 use serde::{Deserialize, Serialize};
 
 use crate::etcd::{EtcdOptions, EtcdReplica};
@@ -43,6 +43,9 @@ pub enum ControllerBenchError {
     /// The pool could not start or run.
     #[error(transparent)]
     Service(#[from] fairshare_service::ServiceError),
+    /// The simulated agents could not start.
+    #[error("the simulated agents: {0}")]
+    Fleet(String),
     /// The replica did not come to lead.
     #[error("the bench's replica did not lead within {0:?} (another holds /fairshare/{1}/leader?)")]
     NotLeader(Duration, String),
@@ -75,6 +78,9 @@ impl Replica for Timed {
         }
         result
     }
+    fn publish(&mut self, publication: &Publication) -> Result<(), ReplicaError> {
+        self.inner.publish(publication)
+    }
     fn put_demand(&mut self, tenant: &str, slices: u64) -> Result<(), ReplicaError> {
         self.inner.put_demand(tenant, slices)
     }
@@ -83,7 +89,7 @@ impl Replica for Timed {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted.get(((sorted.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0.0)
 }
 

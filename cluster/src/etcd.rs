@@ -7,6 +7,7 @@
 //! deadline ([`EtcdOptions::timeout`]): an etcd that does not answer is an error the
 //! pool shows, never a hang of the clock.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -15,9 +16,12 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, SortOrder, SortTarget, Txn, TxnOp,
     TxnOpResponse,
 };
-use fairshare_service::replica::{Membership, Replica, ReplicaError, Role, Synced};
+use fairshare_service::replica::{Membership, Publication, Replica, ReplicaError, Role, Synced};
 
-use crate::layout::{parse_quantum, quantum_bytes, shards, Keys, Pointer, SHARD_BYTES};
+use crate::layout::{
+    parse_quantum, quantum_bytes, shards, AgentConfig, AgentTenant, HostAlloc, HostDemand, Keys, Pointer, SHARD_BYTES,
+};
+use crate::split::split;
 
 /// How a replica reaches etcd and campaigns.
 #[derive(Debug, Clone)]
@@ -85,6 +89,24 @@ pub struct EtcdReplica {
     api: Option<String>,
     /// Commit attempts so far: each writes its shards under a generation of its own.
     attempts: u64,
+    /// What each live host's agent measured, as the leader read it at its last sync.
+    hosts: BTreeMap<String, HostDemand>,
+    /// The hosts the last publication wrote an allocation for.
+    published: BTreeSet<String>,
+    /// The agents' configuration last written, and in which term.
+    config: Option<(i64, Vec<u8>)>,
+    /// Bytes of values moved by the last sync's read of the hosts' demands and by
+    /// the last publication.
+    traffic: Traffic,
+}
+
+/// Bytes of values a leader moved through etcd (keys and framing not counted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// The hosts' demands read by the last sync.
+    pub demands_read: usize,
+    /// The allocations (and configuration) written by the last publication.
+    pub published: usize,
 }
 
 impl EtcdReplica {
@@ -128,6 +150,10 @@ impl EtcdReplica {
             demands_revision: 0,
             api: None,
             attempts: 0,
+            hosts: BTreeMap::new(),
+            published: BTreeSet::new(),
+            config: None,
+            traffic: Traffic::default(),
         })
     }
 
@@ -200,6 +226,11 @@ impl EtcdReplica {
         let _ = self.call("deleting old shards", client.delete(prefix, Some(DeleteOptions::new().with_prefix())));
     }
 
+    /// Bytes of values the last sync and publication moved.
+    pub fn traffic(&self) -> Traffic {
+        self.traffic
+    }
+
     /// Deletes every key of this replica's pool (a bench's, after it ran).
     pub fn delete_pool(&self) {
         let mut client = self.client.clone();
@@ -222,6 +253,100 @@ impl EtcdReplica {
         let got = self.call("reading the committed pointer", client.get(self.keys.current(), None))?;
         got.kvs().first().map(|kv| pointer(kv.value())).transpose()
     }
+}
+
+/// The largest agents' configuration, bytes: it goes in one request, and etcd takes
+/// requests of up to 1.5 MiB by default (about 57 bytes a tenant with a port or mark
+/// match: some 25,000 tenants).
+const CONFIG_BYTES: usize = 1_400_000;
+
+/// The most operations of one publication's transaction (etcd takes 128 by default).
+const PUBLISH_BATCH: usize = 100;
+
+impl EtcdReplica {
+    /// Reads what the hosts' agents measure (as of `revision`), keeps it for the
+    /// publication, and sums it per tenant.
+    fn read_hosts(&mut self, revision: i64) -> Result<Vec<(String, u64)>, ReplicaError> {
+        let mut client = self.client.clone();
+        let prefix = self.keys.host_demands();
+        let at = GetOptions::new().with_prefix().with_revision(revision);
+        let got = self.call("reading the hosts' demands", client.get(prefix.clone(), Some(at)))?;
+        let mut hosts = BTreeMap::new();
+        self.traffic.demands_read = got.kvs().iter().map(|kv| kv.value().len()).sum();
+        for kv in got.kvs() {
+            let host = String::from_utf8_lossy(&kv.key()[prefix.len().min(kv.key().len())..]).into_owned();
+            // One agent's bad record is that host's problem, not the pool's: it is left out.
+            match serde_json::from_slice::<HostDemand>(kv.value()) {
+                Ok(d) => {
+                    hosts.insert(host, d);
+                }
+                Err(e) => eprintln!("fairshare controller: the demand of host `{host}` cannot be read, left out: {e}"),
+            }
+        }
+        let mut sums: BTreeMap<String, u64> = BTreeMap::new();
+        for d in hosts.values() {
+            for (tenant, &slices) in &d.demands {
+                let sum = sums.entry(tenant.clone()).or_default();
+                *sum = sum.saturating_add(slices);
+            }
+        }
+        self.hosts = hosts;
+        Ok(sums.into_iter().collect())
+    }
+}
+
+/// What the agents need of the pool, from a publication.
+pub fn agent_config(p: &Publication) -> AgentConfig {
+    AgentConfig {
+        slice_bps: p.slice_bps,
+        slices: p.slices,
+        period_ms: p.period.as_millis() as u64,
+        lease_ttl_s: p.lease_ttl.as_secs().max(1),
+        stale_after_ms: p.agents.stale_after.as_millis() as u64,
+        fallback_after_ms: p.agents.fallback_after.as_millis() as u64,
+        max_packet: p.agents.max_packet,
+        tenants: p
+            .tenants
+            .iter()
+            .map(|t| AgentTenant { name: t.name.clone(), guaranteed: t.guaranteed, selector: t.selector.clone() })
+            .collect(),
+    }
+}
+
+/// Each live host's part of a publication: every tenant's allocation split among the
+/// hosts that measured a demand for it ([`split`], hosts by name). A tenant no host
+/// measured is held at the floor everywhere.
+pub fn host_allocs(
+    p: &Publication,
+    hosts: &BTreeMap<String, HostDemand>,
+    effective_at_ms: u64,
+) -> BTreeMap<String, HostAlloc> {
+    let mut out: BTreeMap<String, HostAlloc> = hosts
+        .keys()
+        .map(|h| (h.clone(), HostAlloc { quantum: p.quantum, effective_at_ms, tenants: BTreeMap::new() }))
+        .collect();
+    // Each tenant's hosts (by name) with their demands, in one pass over the hosts'
+    // records: linear in what the hosts measured, not in tenants x hosts.
+    let mut wanting: HashMap<&str, Vec<(&String, u64)>> = HashMap::new();
+    for (h, d) in hosts {
+        for (tenant, &slices) in &d.demands {
+            if slices > 0 {
+                wanting.entry(tenant.as_str()).or_default().push((h, slices));
+            }
+        }
+    }
+    for t in &p.tenants {
+        let Some(on) = wanting.get(t.name.as_str()) else { continue };
+        let demands: Vec<u64> = on.iter().map(|&(_, s)| s).collect();
+        for (&(host, _), part) in on.iter().zip(split(t.slices, &demands)) {
+            if part > 0 {
+                if let Some(a) = out.get_mut(host) {
+                    a.tenants.insert(t.name.clone(), (part, t.slices));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// etcd did not answer a call within its deadline.
@@ -383,8 +508,8 @@ impl Replica for EtcdReplica {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let got = self.call("reading the demands", client.get(self.keys.demands(), Some(after())))?;
-        let prefix = self.keys.demands();
+        let got = self.call("reading the demands", client.get(self.keys.declared_demands(), Some(after())))?;
+        let prefix = self.keys.declared_demands();
         let mut demands = Vec::new();
         for kv in got.kvs() {
             let tenant = String::from_utf8_lossy(&kv.key()[prefix.len().min(kv.key().len())..]).into_owned();
@@ -393,11 +518,12 @@ impl Replica for EtcdReplica {
             })?;
             demands.push((tenant, slices));
         }
+        let measured = if self.shared.held().is_some() { Some(self.read_hosts(revision)?) } else { None };
         if let Some(p) = newer {
             self.seen = Some(p);
         }
         self.demands_revision = since.max(revision);
-        Ok(Synced { state, members, demands })
+        Ok(Synced { state, members, demands, measured })
     }
 
     fn reset(&mut self) {
@@ -481,9 +607,80 @@ impl Replica for EtcdReplica {
         }
     }
 
+    fn publish(&mut self, publication: &Publication) -> Result<(), ReplicaError> {
+        let Some(held) = self.shared.held().clone() else {
+            let leader_api = self.role().leader_api;
+            return Err(ReplicaError::NotLeader { leader_api });
+        };
+        let config = serde_json::to_vec(&agent_config(publication))
+            .map_err(|e| ReplicaError::Damaged(format!("the agents' configuration: {e}")))?;
+        let fence = || Compare::create_revision(held.key.clone(), CompareOp::Equal, held.revision);
+        let mut client = self.client.clone();
+        let mut bytes = 0;
+        // Fenced as the commit is: a deposed leader publishes nothing. The
+        // configuration first (alone: it must fit one request), then the hosts' parts.
+        if self.config.as_ref() != Some(&(held.revision, config.clone())) {
+            if config.len() > CONFIG_BYTES {
+                return Err(ReplicaError::TooLarge {
+                    what: "the agents' configuration",
+                    bytes: config.len(),
+                    limit: CONFIG_BYTES,
+                });
+            }
+            bytes += config.len();
+            let txn = Txn::new().when([fence()]).and_then([TxnOp::put(self.keys.config(), config.clone(), None)]);
+            if !self.call("publishing the agents' configuration", client.txn(txn))?.succeeded() {
+                self.step_down(held.revision);
+                return Err(ReplicaError::Fenced(
+                    "this replica no longer leads (its lease ended; another may lead)".into(),
+                ));
+            }
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let effective_at = now + publication.period / 4;
+        let allocs = host_allocs(publication, &self.hosts, effective_at.as_millis() as u64);
+        // Batches under etcd's 128 operations per transaction and its request size, one
+        // after another: sent at once they took longer (bench cluster, 1,000 hosts:
+        // etcd applies them in turn anyway).
+        let mut batches: Vec<(Vec<TxnOp>, usize)> = vec![(Vec::new(), 0)];
+        let mut add = |op: TxnOp, size: usize| {
+            let full = batches.last().is_some_and(|(ops, b)| ops.len() >= PUBLISH_BATCH || b + size > SHARD_BYTES);
+            if full {
+                batches.push((Vec::new(), 0));
+            }
+            if let Some((ops, b)) = batches.last_mut() {
+                ops.push(op);
+                *b += size;
+            }
+        };
+        for (host, alloc) in &allocs {
+            let value = serde_json::to_vec(alloc).map_err(|e| ReplicaError::Damaged(format!("an allocation: {e}")))?;
+            bytes += value.len();
+            let size = value.len();
+            add(TxnOp::put(self.keys.alloc(host), value, None), size);
+        }
+        for host in self.published.iter().filter(|h| !allocs.contains_key(*h)) {
+            add(TxnOp::delete(self.keys.alloc(host), None), 0);
+        }
+        for (ops, _) in batches.into_iter().filter(|(ops, _)| !ops.is_empty()) {
+            let txn = Txn::new().when([fence()]).and_then(ops);
+            let answer = self.call("publishing the allocations", client.txn(txn))?;
+            if !answer.succeeded() {
+                self.step_down(held.revision);
+                return Err(ReplicaError::Fenced(
+                    "this replica no longer leads (its lease ended; another may lead)".into(),
+                ));
+            }
+        }
+        self.config = Some((held.revision, config));
+        self.published = allocs.into_keys().collect();
+        self.traffic.published = bytes;
+        Ok(())
+    }
+
     fn put_demand(&mut self, tenant: &str, slices: u64) -> Result<(), ReplicaError> {
         let mut client = self.client.clone();
-        self.call("writing the demand", client.put(self.keys.demand(tenant), slices.to_string(), None)).map(|_| ())
+        self.call("writing the demand", client.put(self.keys.declared(tenant), slices.to_string(), None)).map(|_| ())
     }
 
     fn put_member(&mut self, change: &Membership) -> Result<(), ReplicaError> {

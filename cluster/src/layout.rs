@@ -11,8 +11,14 @@
 //!   before the transaction that points to them, and so invisible until it commits;
 //!   `generation` is the quantum, the leadership's revision and the attempt, so that no
 //!   two attempts ever write the same keys;
-//! - `demand/{tenant}`: each tenant's declared demand in slices (decimal), put by any
+//! - `declared/{tenant}`: each tenant's declared demand in slices (decimal), put by any
 //!   replica before it acknowledges it;
+//! - `demand/{host}`: what a host's agent measures ([`HostDemand`]), under the agent's
+//!   lease (a dead host's demand goes with its lease);
+//! - `alloc/{host}`: the host's part of the last published quantum ([`HostAlloc`]),
+//!   put by the leader after each commit; each agent watches its own;
+//! - `config`: what the agents need of the pool ([`AgentConfig`]), put by the leader
+//!   when it changes;
 //! - `member/{tenant}/{change}`: each join or leave asked of any replica (JSON), applied
 //!   by the leader at its next quantum and deleted once a committed state holds it.
 
@@ -64,14 +70,44 @@ impl Keys {
         format!("{}ledger/{generation}/{i:06}", self.prefix)
     }
 
-    /// The prefix of the demands.
-    pub fn demands(&self) -> String {
+    /// The prefix of the declared demands.
+    pub fn declared_demands(&self) -> String {
+        format!("{}declared/", self.prefix)
+    }
+
+    /// A tenant's declared demand.
+    pub fn declared(&self, tenant: &str) -> String {
+        format!("{}declared/{tenant}", self.prefix)
+    }
+
+    /// The prefix of the hosts' measured demands.
+    pub fn host_demands(&self) -> String {
         format!("{}demand/", self.prefix)
     }
 
-    /// A tenant's demand.
-    pub fn demand(&self, tenant: &str) -> String {
-        format!("{}demand/{tenant}", self.prefix)
+    /// A host's measured demand.
+    pub fn host_demand(&self, host: &str) -> String {
+        format!("{}demand/{host}", self.prefix)
+    }
+
+    /// The prefix of the hosts' allocations.
+    pub fn allocs(&self) -> String {
+        format!("{}alloc/", self.prefix)
+    }
+
+    /// A host's allocation.
+    pub fn alloc(&self, host: &str) -> String {
+        format!("{}alloc/{host}", self.prefix)
+    }
+
+    /// What the agents need of the pool.
+    pub fn config(&self) -> String {
+        format!("{}config", self.prefix)
+    }
+
+    /// Everything of the pool.
+    pub fn pool(&self) -> String {
+        self.prefix.clone()
     }
 
     /// The prefix of the joins and leaves.
@@ -83,6 +119,63 @@ impl Keys {
     pub fn member(&self, tenant: &str, change: &str) -> String {
         format!("{}member/{tenant}/{change}", self.prefix)
     }
+}
+
+/// `config`: what a host's agent needs of the pool: how to shape, how long to wait for
+/// the leader, each tenant's match and guaranteed share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentConfig {
+    /// Bits per second of a slice.
+    pub slice_bps: u64,
+    /// Slices in the pool (its budget; the link class's rate on each host).
+    pub slices: u64,
+    /// The quantum's period, ms: the agents measure on it.
+    pub period_ms: u64,
+    /// The TTL of each agent's lease on its demand, s.
+    pub lease_ttl_s: u64,
+    /// Without a new quantum for this long, an agent is stale (keeps the last allocation), ms.
+    pub stale_after_ms: u64,
+    /// Without a new quantum for this long, an agent falls back to guaranteed shares, ms.
+    pub fallback_after_ms: u64,
+    /// The largest packet HTB is charged for, bytes.
+    pub max_packet: u32,
+    /// The tenants, in the pool's order.
+    pub tenants: Vec<AgentTenant>,
+}
+
+/// A tenant as the agents see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentTenant {
+    /// Its name.
+    pub name: String,
+    /// Its guaranteed share (alpha x fair share), slices over all hosts.
+    pub guaranteed: u64,
+    /// What selects its traffic.
+    #[serde(rename = "match")]
+    pub selector: Option<fairshare_service::config::Match>,
+}
+
+/// `demand/{host}`: what a host's agent measured over its last period, in slices, for
+/// the tenants that sent anything there.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostDemand {
+    /// The last quantum the agent applied.
+    pub quantum: u64,
+    /// Each tenant's demand on this host, slices (tenants with none left out).
+    pub demands: std::collections::BTreeMap<String, u64>,
+}
+
+/// `alloc/{host}`: the host's part of a quantum's allocations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostAlloc {
+    /// The quantum.
+    pub quantum: u64,
+    /// When increases may be applied, ms since the Unix epoch (decreases apply at once:
+    /// every host has its decreases before any host raises).
+    pub effective_at_ms: u64,
+    /// Each tenant's slices on this host and its allocation over all hosts (tenants
+    /// with nothing here left out).
+    pub tenants: std::collections::BTreeMap<String, (u64, u64)>,
 }
 
 /// A quantum number as stored: 20 digits, so that equal numbers are equal bytes.
@@ -198,7 +291,17 @@ mod tests {
     #[test]
     fn keys_stay_under_the_pool() {
         let k = Keys::new("p");
-        for key in [k.leader(), k.quantum(), k.current(), k.shard("g", 2), k.demand("A"), k.member("A", "1")] {
+        for key in [
+            k.leader(),
+            k.quantum(),
+            k.current(),
+            k.shard("g", 2),
+            k.declared("A"),
+            k.host_demand("h"),
+            k.alloc("h"),
+            k.config(),
+            k.member("A", "1"),
+        ] {
             assert!(key.starts_with("/fairshare/p/"), "{key}");
         }
         assert_eq!(k.shard("g", 2), "/fairshare/p/ledger/g/000002");

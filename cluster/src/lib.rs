@@ -18,6 +18,7 @@
 pub mod bench;
 pub mod etcd;
 pub mod layout;
+pub mod split;
 pub mod testing;
 
 pub use etcd::{EtcdOptions, EtcdReplica};

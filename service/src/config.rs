@@ -70,12 +70,16 @@ struct RawEnforce {
 #[serde(deny_unknown_fields)]
 pub struct Match {
     /// Destination port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dport: Option<u16>,
     /// Source address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src: Option<String>,
     /// Firewall mark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fwmark: Option<u32>,
     /// With `dport` or `src`: only this IP protocol (`tcp` or `udp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
 }
 
@@ -115,6 +119,14 @@ struct RawController {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawAgents {
+    stale_after: Option<String>,
+    fallback_after: Option<String>,
+    max_packet: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawConfig {
     pool: RawPool,
     demand: RawDemand,
@@ -123,7 +135,38 @@ struct RawConfig {
     auth: Option<RawAuth>,
     tls: Option<RawTls>,
     controller: Option<RawController>,
+    agents: Option<RawAgents>,
 }
+
+/// `[agents]`, checked: `stale_after` by default the lease's TTL and a second (an
+/// election), `fallback_after` by default 30 s and never before `stale_after`.
+fn agent_settings(raw: Option<&RawAgents>, lease_ttl: Duration) -> Result<AgentSettings, String> {
+    let period = |field: &str, text: Option<&str>, default: Duration| match text {
+        None => Ok(default),
+        Some(t) => parse_period(t).map_err(|m| format!("agents.{field}: {m}")),
+    };
+    let stale_after =
+        period("stale_after", raw.and_then(|r| r.stale_after.as_deref()), lease_ttl + Duration::from_secs(1))?;
+    let fallback_after = period(
+        "fallback_after",
+        raw.and_then(|r| r.fallback_after.as_deref()),
+        DEFAULT_FALLBACK_AFTER.max(stale_after),
+    )?;
+    if fallback_after < stale_after {
+        return Err(format!(
+            "agents.fallback_after: {fallback_after:?} is before agents.stale_after ({stale_after:?})"
+        ));
+    }
+    let max_packet = raw.and_then(|r| r.max_packet).unwrap_or(crate::enforce::DEFAULT_MAX_PACKET);
+    if !(1514..=65536).contains(&max_packet) {
+        return Err(format!("agents.max_packet: {max_packet} bytes is outside 1514 to 65536"));
+    }
+    Ok(AgentSettings { stale_after, fallback_after, max_packet })
+}
+
+/// How long the hosts' agents keep the last allocation before they fall back to the
+/// guaranteed shares, when `agents.fallback_after` is not given.
+pub const DEFAULT_FALLBACK_AFTER: Duration = Duration::from_secs(30);
 
 /// The leader's lease when `controller.lease_ttl` is not given.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(3);
@@ -205,6 +248,23 @@ pub enum DemandSource {
     Declared,
     /// Estimated each quantum from the HTB classes' counters (needs `enforce = htb`).
     Measured,
+    /// Measured by the hosts' agents (`fairshare agent`), a tenant's demand the sum over
+    /// its hosts: a controller's pool only.
+    Agents,
+}
+
+/// What the hosts' agents of a controller's pool do when the leader is silent, and
+/// what they shape with (`[agents]`; docs/agents.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// Without a new quantum for this long an agent says it is stale (and keeps the
+    /// last allocation).
+    pub stale_after: Duration,
+    /// Without a new quantum for this long an agent holds each tenant to its
+    /// guaranteed share, split as its last allocation was.
+    pub fallback_after: Duration,
+    /// The largest packet HTB is charged for on the hosts, bytes.
+    pub max_packet: u32,
 }
 
 /// How allocations are enforced.
@@ -264,6 +324,8 @@ pub struct ServeConfig {
     pub tls: Option<Tls>,
     /// The leader's lease of `fairshare controller` (whole seconds, as etcd's are).
     pub lease_ttl: Duration,
+    /// The hosts' agents of a controller's pool.
+    pub agents: AgentSettings,
 }
 
 /// A rate in bits per second: a number and a unit (`bit`, `kbit`, `mbit`, `gbit`, `tbit`;
@@ -382,7 +444,8 @@ impl ServeConfig {
         let demand = match raw.demand.source.as_str() {
             "declared" => DemandSource::Declared,
             "measured" => DemandSource::Measured,
-            other => return Err(err(format!("demand.source: `{other}` (use declared or measured)"))),
+            "agents" => DemandSource::Agents,
+            other => return Err(err(format!("demand.source: `{other}` (use declared, measured or agents)"))),
         };
         let enforce = match raw.enforce.kind.as_str() {
             "none" => {
@@ -437,14 +500,17 @@ impl ServeConfig {
             if t.weight == 0 || t.weight > 1_000_000 {
                 return Err(err(format!("tenants[{i}].weight: {} is outside 1 to 1000000", t.weight)));
             }
-            if matches!(enforce, Enforce::Htb { .. }) {
+            if matches!(enforce, Enforce::Htb { .. }) || demand == DemandSource::Agents {
                 let Some(m) = &t.selector else {
-                    return Err(err(format!("tenants[{i}].match: missing; enforce = htb needs one per tenant")));
+                    return Err(err(format!(
+                        "tenants[{i}].match: missing; enforce = htb and demand from agents need one per tenant"
+                    )));
                 };
                 check_match(m).map_err(|m| err(format!("tenants[{i}].match{m}")))?;
             }
             tenants.push(Tenant { name: t.name, weight: t.weight, selector: t.selector, token_file });
         }
+        let agents = agent_settings(raw.agents.as_ref(), lease_ttl).map_err(err)?;
         let config = ServeConfig {
             slices,
             slice_bps,
@@ -459,6 +525,7 @@ impl ServeConfig {
             auth,
             tls,
             lease_ttl,
+            agents,
         };
         config.pool_config().map_err(|e| err(format!("tenants: {e}")))?;
         Ok(config)
@@ -556,6 +623,35 @@ weight = 1
             .expect_err("unknown")
             .to_string();
         assert!(e.contains("ttl"), "{e}");
+    }
+
+    #[test]
+    fn agents_wait_a_lease_and_an_election_then_fall_back_after_30_s_by_default() {
+        let c = ServeConfig::parse("x.toml", EXAMPLE).expect("valid");
+        assert_eq!(c.agents.stale_after, DEFAULT_LEASE_TTL + Duration::from_secs(1));
+        assert_eq!(c.agents.fallback_after, DEFAULT_FALLBACK_AFTER);
+        assert_eq!(c.agents.max_packet, crate::enforce::DEFAULT_MAX_PACKET);
+        let with = |table: &str| ServeConfig::parse("x.toml", &format!("{EXAMPLE}[agents]\n{table}\n"));
+        let c = with("stale_after = \"2s\"\nfallback_after = \"5s\"\nmax_packet = 9000").expect("valid");
+        assert_eq!(
+            (c.agents.stale_after, c.agents.fallback_after, c.agents.max_packet),
+            (Duration::from_secs(2), Duration::from_secs(5), 9000)
+        );
+        for (table, field) in [
+            ("stale_after = \"5s\"\nfallback_after = \"2s\"", "agents.fallback_after"),
+            ("stale_after = \"soon\"", "agents.stale_after"),
+            ("max_packet = 100", "agents.max_packet"),
+            ("grace = \"1s\"", "grace"),
+        ] {
+            let e = with(table).expect_err(table).to_string();
+            assert!(e.contains(field), "{table}: {e}");
+        }
+        // Demands from the agents need a match per tenant (the agents enforce them).
+        let agents = EXAMPLE.replace("source = \"declared\"", "source = \"agents\"");
+        let e = ServeConfig::parse("x.toml", &agents).expect_err("no match").to_string();
+        assert!(e.contains("tenants[0].match: missing"), "{e}");
+        let matched = agents.replace("weight = 1\n", "weight = 1\nmatch = { fwmark = 7 }\n");
+        assert_eq!(ServeConfig::parse("x.toml", &matched).expect("valid").demand, DemandSource::Agents);
     }
 
     #[test]

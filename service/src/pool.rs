@@ -27,7 +27,7 @@ use crate::config::{check_match, check_name, DemandSource, Enforce, Match, Serve
 use crate::enforce::{Counters, Estimator, Htb};
 use crate::metrics::{Metrics, Phase};
 use crate::publish::{Published, ReplicaStatus, Status, View};
-use crate::replica::{Membership, Replica, ReplicaError, Role};
+use crate::replica::{Allotted, Membership, Publication, Replica, ReplicaError, Role};
 use crate::saved::{self, Base, SavedChange, SavedPool};
 use crate::ServiceError;
 
@@ -363,6 +363,11 @@ impl LivePool {
     /// change is durable.
     pub fn set_demand(&mut self, name: &str, demand: Demand) -> Result<(), ServiceError> {
         let u = self.index(name)?;
+        if self.config.demand == DemandSource::Agents {
+            return Err(ServiceError::Conflict(
+                "demand.source is `agents`: demands are measured by the hosts' agents, not declared".into(),
+            ));
+        }
         let slices = match demand {
             Demand::Slices(s) => s,
             Demand::Bps(b) => b.div_ceil(self.config.slice_bps),
@@ -449,6 +454,7 @@ impl LivePool {
         }
         let done = Instant::now();
         self.members.demand = demand;
+        self.publish_to_agents();
         if let (Some((_, last, at)), Some(now)) = (self.htb.as_mut(), counters) {
             (*last, *at) = (now, measured);
         }
@@ -468,6 +474,46 @@ impl LivePool {
         }
         metrics.quantum_done(end - start);
         Ok(view)
+    }
+
+    /// Publishes the quantum just committed to the hosts' agents (a replica's leader).
+    /// A failure is counted and shown, not the quantum's: it is committed, and the
+    /// agents take the next one (they hold the last allocation meanwhile).
+    fn publish_to_agents(&mut self) {
+        if self.replica.is_none() {
+            return;
+        }
+        let a = self.offload.allocator();
+        let shares = self.config.shares(&self.members.weights);
+        let tenants = self
+            .names
+            .iter()
+            .zip(a.allocations())
+            .zip(shares)
+            .map(|((name, &slices), (_, guaranteed))| Allotted {
+                name: name.clone(),
+                slices,
+                guaranteed,
+                selector: self.members.matches.get(name).cloned(),
+            })
+            .collect();
+        let publication = Publication {
+            quantum: a.quantum(),
+            period: self.config.quantum,
+            slice_bps: self.config.slice_bps,
+            slices: self.config.slices,
+            agents: self.config.agents,
+            lease_ttl: self.config.lease_ttl,
+            tenants,
+        };
+        let published = self.replica.as_mut().map_or(Ok(()), |r| r.publish(&publication));
+        if let Err(e) = published {
+            self.published.metrics.store_failed();
+            eprintln!(
+                "fairshare controller: quantum {} committed, not yet published to the agents: {e}",
+                publication.quantum
+            );
+        }
     }
 
     /// Commits the pool after a quantum from quantum `from` on `demand` (nothing
@@ -876,6 +922,18 @@ impl LivePool {
                 Ok(what) => eprintln!("fairshare controller: `{name}` {what}"),
                 Err(e) => eprintln!("fairshare controller: the change of `{name}` could not be applied: {e}"),
             }
+        }
+        if let (Some(measured), DemandSource::Agents) = (synced.measured, self.config.demand) {
+            // The agents' sums replace every demand: a tenant no host measures wants 0.
+            let mut demand = vec![0; self.members.demand.len()];
+            let index: std::collections::HashMap<&str, usize> =
+                self.names.iter().enumerate().map(|(u, n)| (n.as_str(), u)).collect();
+            for (tenant, slices) in &measured {
+                if let Some(&u) = index.get(tenant.as_str()) {
+                    demand[u] = (*slices).min(self.max_demand());
+                }
+            }
+            self.members.demand = demand;
         }
         for (tenant, slices) in synced.demands {
             match self.offload.allocator().index_of(&tenant) {

@@ -53,6 +53,42 @@ pub struct Synced {
     pub members: Vec<Membership>,
     /// Demands acknowledged after that state, in the order they were: (tenant, slices).
     pub demands: Vec<(String, u64)>,
+    /// On the leader, what the hosts' agents measure now, summed over the hosts:
+    /// (tenant, slices), tenants no host measures left out.
+    pub measured: Option<Vec<(String, u64)>>,
+}
+
+/// A committed quantum as the hosts' agents need it: each tenant's allocation (to be
+/// split among its hosts), its guaranteed share and match, and how to shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Publication {
+    /// The quantum committed.
+    pub quantum: u64,
+    /// Its period.
+    pub period: std::time::Duration,
+    /// Bits per second of a slice.
+    pub slice_bps: u64,
+    /// Slices in the pool.
+    pub slices: u64,
+    /// The agents' settings.
+    pub agents: crate::config::AgentSettings,
+    /// The TTL of the leases (the leader's, and each agent's on its demand).
+    pub lease_ttl: std::time::Duration,
+    /// The tenants, in index order.
+    pub tenants: Vec<Allotted>,
+}
+
+/// One tenant's part of a [`Publication`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allotted {
+    /// Its name.
+    pub name: String,
+    /// Its allocation in the quantum, in slices, over all its hosts.
+    pub slices: u64,
+    /// Its guaranteed share (alpha x fair share), in slices.
+    pub guaranteed: u64,
+    /// What selects its traffic.
+    pub selector: Option<crate::config::Match>,
 }
 
 /// Why the store refused or could not be reached.
@@ -79,6 +115,16 @@ pub enum ReplicaError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Something is larger than the store takes in one request.
+    #[error("{what} is {bytes} bytes, over the {limit} one request to the store may carry")]
+    TooLarge {
+        /// What.
+        what: &'static str,
+        /// Its size.
+        bytes: usize,
+        /// The most the store takes.
+        limit: usize,
+    },
     /// The store holds something this replica cannot read.
     #[error("the store holds {0}")]
     Damaged(String),
@@ -102,6 +148,9 @@ pub trait Replica: Send {
     /// refused unless this replica leads and the store is at `from`. Exactly once: an
     /// answer lost on the way is resolved by reading back, never by writing again.
     fn commit(&mut self, from: u64, state: &[u8]) -> Result<(), ReplicaError>;
+    /// Publishes a committed quantum to the hosts' agents (the leader, after the
+    /// commit): each tenant's allocation split among its hosts.
+    fn publish(&mut self, publication: &Publication) -> Result<(), ReplicaError>;
     /// Makes a tenant's demand durable (on any replica) before it is acknowledged.
     fn put_demand(&mut self, tenant: &str, slices: u64) -> Result<(), ReplicaError>;
     /// Makes a join or a leave durable (on any replica) before it is acknowledged; the

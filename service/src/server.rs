@@ -326,6 +326,12 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
     };
     let mut pool = LivePool::start(config.clone(), start)?;
     let replicated = options.replica.is_some();
+    if config.demand == crate::config::DemandSource::Agents && !replicated {
+        return Err(ServiceError::Conflict(
+            "demand.source = \"agents\": the hosts' agents report to a controller (fairshare controller), not to serve"
+                .into(),
+        ));
+    }
     if let Some(r) = options.replica {
         pool.set_replica(r)?;
         let api = match (&address, &tls) {

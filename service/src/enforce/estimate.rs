@@ -12,11 +12,14 @@ pub struct Estimator {
     pub headroom: f64,
     /// Slices added to every estimate, so that a tenant that sent nothing can start.
     pub floor_slices: u64,
+    /// The fraction of its allocation a tenant that sends as much or more is taken to
+    /// be held back by (it may want more).
+    pub busy: f64,
 }
 
 impl Default for Estimator {
     fn default() -> Self {
-        Estimator { growth: 1.5, headroom: 1.1, floor_slices: 1 }
+        Estimator { growth: 1.5, headroom: 1.1, floor_slices: 1, busy: 0.9 }
     }
 }
 
@@ -24,14 +27,14 @@ impl Estimator {
     /// A tenant's demand for the next quantum from its counters over the last one
     /// (`before`, `after`), what it was allocated, the quantum's length and the slice's
     /// rate; at most `cap` slices. A tenant was held back if it dropped packets, used
-    /// nine tenths of its allocation or more, or (with no allocation) queued anything:
+    /// `busy` of its allocation or more (nine tenths by default), or (with no allocation) queued anything:
     /// it asks for `growth` times its allocation; otherwise for what it sent times
     /// `headroom`. `floor_slices` is added, so that a silent tenant can start again.
     pub fn demand(&self, before: Counters, after: Counters, alloc: u64, secs: f64, slice_bps: u64, cap: u64) -> u64 {
         let sent_bits = after.bytes.saturating_sub(before.bytes) as f64 * 8.0;
         let sent_slices = sent_bits / secs.max(1e-6) / slice_bps.max(1) as f64;
         let held_back = after.drops > before.drops
-            || (alloc > 0 && sent_slices >= 0.9 * alloc as f64)
+            || (alloc > 0 && sent_slices >= self.busy * alloc as f64)
             || (alloc == 0 && (after.backlog > 0 || after.overlimits > before.overlimits));
         let want = if held_back {
             (alloc.max(1) as f64 * self.growth).ceil().max(sent_slices.ceil())
