@@ -15,8 +15,10 @@
 //! This is the only crate that knows etcd. It depends on the service (whose pool, API
 //! and trait it serves) and never on the CLI; nothing but the CLI depends on it.
 
+pub mod agent;
 pub mod bench;
 pub mod etcd;
+pub mod fleet;
 pub mod layout;
 pub mod split;
 pub mod testing;

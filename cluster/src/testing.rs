@@ -14,6 +14,8 @@ pub struct Etcd {
     pub url: String,
     urls: Vec<String>,
     dir: tempfile::TempDir,
+    /// The network namespace it runs in, if not the test's.
+    netns: Option<String>,
 }
 
 impl Drop for Etcd {
@@ -69,10 +71,43 @@ impl Etcd {
                 .expect("etcd (Debian: etcd-server; ./test.sh installs it)");
             members.push(child);
         }
-        let etcd = Etcd { members, url: urls.join(","), urls, dir };
+        let etcd = Etcd { members, url: urls.join(","), urls, dir, netns: None };
+        etcd.wait_healthy()
+    }
+
+    /// Starts a one-member etcd inside the network namespace `netns` (made by the
+    /// test), serving clients on its loopback and on each of `addrs` (addresses of that
+    /// namespace other namespaces reach it by), port 2379; waits as [`Etcd::start`].
+    /// [`Etcd::url`] is the loopback's (for processes in `netns`).
+    ///
+    /// # Panics
+    /// As [`Etcd::start`].
+    pub fn start_in(netns: &str, addrs: &[&str]) -> Etcd {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let url = "http://127.0.0.1:2379".to_string();
+        let listen: Vec<String> =
+            std::iter::once(url.clone()).chain(addrs.iter().map(|a| format!("http://{a}:2379"))).collect();
+        let log = std::fs::File::create(dir.path().join("m0.log")).expect("etcd's log file");
+        let child = Command::new("ip")
+            .args(["netns", "exec", netns, "etcd", "--name", "m0"])
+            .arg("--data-dir")
+            .arg(dir.path().join("m0"))
+            .args(["--listen-client-urls", &listen.join(","), "--advertise-client-urls", &url])
+            .args(["--listen-peer-urls", "http://127.0.0.1:2380"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("etcd (Debian: etcd-server; ./test.sh installs it)");
+        let etcd =
+            Etcd { members: vec![child], url: url.clone(), urls: vec![url], dir, netns: Some(netns.to_string()) };
+        etcd.wait_healthy()
+    }
+
+    fn wait_healthy(self) -> Etcd {
+        let etcd = self;
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if etcd.urls.iter().all(|u| healthy(u)) {
+            if etcd.healthy() {
                 return etcd;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -82,7 +117,24 @@ impl Etcd {
 
     /// Whether every member answers its health check now.
     pub fn healthy(&self) -> bool {
-        self.urls.iter().all(|u| healthy(u))
+        match &self.netns {
+            None => self.urls.iter().all(|u| healthy(u)),
+            Some(_) => self.command(&["endpoint", "health"]).output().is_ok_and(|o| o.status.success()),
+        }
+    }
+
+    /// `etcdctl ARGS` against this etcd, in its namespace.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, "etcdctl"]);
+                c
+            }
+            None => Command::new("etcdctl"),
+        };
+        c.env("ETCDCTL_API", "3").args(["--endpoints", &self.url, "--command-timeout", "2s"]).args(args);
+        c
     }
 
     /// What the members logged.
@@ -106,12 +158,7 @@ impl Etcd {
     /// # Panics
     /// If etcdctl fails.
     pub fn ctl(&self, args: &[&str]) -> String {
-        let out = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &self.url])
-            .args(args)
-            .output()
-            .expect("etcdctl (Debian: etcd-client; ./test.sh installs it)");
+        let out = self.command(args).output().expect("etcdctl (Debian: etcd-client; ./test.sh installs it)");
         assert!(out.status.success(), "etcdctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
