@@ -43,6 +43,17 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, CliError> {
         BenchCommand::Controller(crate::flags::BenchControllerArgs { etcd, tenants, quanta, json }) => {
             controller(etcd, tenants as usize, quanta as usize, json)
         }
+        #[cfg(feature = "cluster")]
+        BenchCommand::Cluster(crate::flags::BenchClusterArgs { etcd, hosts, tenants, quanta, quantum_ms, json }) => {
+            let run = fairshare_cluster::fleet::FleetRun {
+                endpoints: etcd,
+                hosts: hosts as usize,
+                tenants: tenants as usize,
+                quanta: quanta as usize,
+                period: Duration::from_millis(quantum_ms),
+            };
+            cluster(&run, json)
+        }
     }?;
     Ok(ExitCode::SUCCESS)
 }
@@ -188,6 +199,39 @@ fn controller(etcd: Vec<String>, tenants: usize, quanta: usize, json: bool) -> R
         vec!["whole quantum p50".to_string(), format!("{:.2} ms", r.quantum_p50_ms)],
     ];
     out!("{}", table(&["what", "value"], &rows))
+}
+
+/// `bench cluster`: the leader and H simulated agents on one etcd.
+#[cfg(feature = "cluster")]
+fn cluster(run: &fairshare_cluster::fleet::FleetRun, json: bool) -> Result<(), CliError> {
+    let r = fairshare_cluster::fleet::measure(run).map_err(CliError::BenchController)?;
+    if json {
+        return print_json(&r);
+    }
+    outln!(
+        "{} hosts, {} tenants, {} quanta of {:.0} ms; every quantum reached at least {} agents",
+        r.hosts,
+        r.tenants,
+        r.quanta,
+        r.period_ms,
+        r.agents_reached_min
+    )?;
+    let row = |what: &str, p50: f64, p99: f64| vec![what.to_string(), format!("{p50:.1}"), format!("{p99:.1}")];
+    let rows = vec![
+        row("collect the demands", r.collect_p50_ms, r.collect_p99_ms),
+        row("allocate", r.allocate_p50_ms, r.allocate_p99_ms),
+        row("commit", r.commit_p50_ms, r.commit_p99_ms),
+        row("publish", r.publish_p50_ms, r.publish_p99_ms),
+        row("fan-out to the last agent", r.fanout_p50_ms, r.fanout_p99_ms),
+        row("whole quantum", r.quantum_p50_ms, r.quantum_p99_ms),
+    ];
+    out!("{}", table(&["phase", "p50 ms", "p99 ms"], &rows))?;
+    outln!(
+        "bytes through etcd per quantum: {:.0} (state {:.0}); quanta over the period: {}",
+        r.bytes_per_quantum,
+        r.state_bytes_per_quantum,
+        r.quanta_over_period
+    )
 }
 
 fn enforce(tenants: usize, json: bool, inside: bool) -> Result<(), CliError> {

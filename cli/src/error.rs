@@ -90,6 +90,10 @@ pub enum CliError {
     #[cfg(feature = "cluster")]
     #[error(transparent)]
     Etcd(#[from] fairshare_cluster::etcd::EtcdError),
+    /// The agent could not start or stopped.
+    #[cfg(feature = "cluster")]
+    #[error("agent: {0}")]
+    Agent(#[from] fairshare_cluster::agent::AgentError),
     /// The emulator could not start.
     #[error(transparent)]
     Emulator(#[from] fairshare_emulator::EmulatorError),

@@ -84,6 +84,12 @@ pub enum Command {
     /// each to etcd exactly once (docs/controller.md). Built with `--features cluster`.
     #[cfg(feature = "cluster")]
     Controller(ControllerArgs),
+    /// Run a pool's agent on this host (one per host, needs CAP_NET_ADMIN): it shapes
+    /// the host's traffic to its part of each quantum (watched in etcd), publishes the
+    /// tenants' demands measured here, and holds the last allocation when the leader
+    /// is silent (docs/agents.md). Built with `--features cluster`.
+    #[cfg(feature = "cluster")]
+    Agent(AgentArgs),
     /// Serve an emulated device over a shared-memory file (the backend
     /// `emulator:PATH`) until killed: the register map of abi/REGISTERS.md, each
     /// quantum computed by the RustHDL engine or its software model.
@@ -190,6 +196,36 @@ pub enum BenchCommand {
     /// cluster`.
     #[cfg(feature = "cluster")]
     Controller(BenchControllerArgs),
+    /// The leader of a pool against etcd with H simulated agents in this process:
+    /// demand collection, allocation, commit, fan-out to the last agent, bytes per
+    /// quantum (docs/performance.md#cluster).
+    #[cfg(feature = "cluster")]
+    Cluster(BenchClusterArgs),
+}
+
+/// `fairshare bench cluster`'s flags.
+#[cfg(feature = "cluster")]
+#[derive(clap::Args)]
+pub struct BenchClusterArgs {
+    /// etcd's client URLs, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub etcd: Vec<String>,
+    /// Simulated hosts, each an agent with its lease and watch.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub hosts: u64,
+    /// Tenants in the pool (each on 1 to 3 hosts).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub tenants: u64,
+    /// Quanta to measure.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub quanta: u64,
+    /// The quantum's period, milliseconds.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub quantum_ms: u64,
+    /// Print JSON (collect_p99_ms, allocate_p99_ms, commit_p99_ms, fanout_p99_ms,
+    /// quantum_p99_ms, bytes_per_quantum and the rest).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `fairshare bench controller`'s flags.
@@ -420,6 +456,30 @@ pub struct ControllerArgs {
     pub insecure: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
+}
+
+/// `fairshare agent`'s flags.
+#[cfg(feature = "cluster")]
+#[derive(clap::Args)]
+pub struct AgentArgs {
+    /// etcd's client URLs, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub etcd: Vec<String>,
+    /// The pool's name (as the controller's --pool).
+    #[arg(long, default_value = "default")]
+    pub pool: String,
+    /// This host's name in the pool (its keys demand/HOST and alloc/HOST).
+    #[arg(long)]
+    pub host: String,
+    /// The network device whose egress is shaped.
+    #[arg(long)]
+    pub dev: String,
+    /// Where /healthz, /metrics and /v1/status answer.
+    #[arg(long, default_value = "127.0.0.1:9465")]
+    pub listen: std::net::SocketAddr,
+    /// The longest one call to etcd may take, milliseconds.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub etcd_timeout_ms: u64,
 }
 
 /// `fairshare device-sim`'s flags.

@@ -3,9 +3,9 @@
 //! `fairshare demo` runs the built-in comparison, `compare` writes the evaluation
 //! report, `replay` runs a demand trace through a policy, `selftest` checks a backend
 //! against golden vectors, `multi` runs a multi-resource policy on an instance, `serve`
-//! runs a pool live, `controller` runs a replica of a pool kept in etcd (with the
-//! `cluster` feature), `device-sim` serves an emulated device, `hdl` exports and simulates
-//! the engine, `bench` measures. Exit status: 0 success, 1 selftest mismatch, 2 bad
+//! runs a pool live, `controller` runs a replica of a pool kept in etcd and `agent`
+//! its enforcer on each host (both with the `cluster` feature), `device-sim` serves an
+//! emulated device, `hdl` exports and simulates the engine, `bench` measures. Exit status: 0 success, 1 selftest mismatch, 2 bad
 //! input or an unreachable backend (the message names the file, line, field and value;
 //! no partial output file is left behind), 3 a selftest in which every case was
 //! skipped (nothing was tested).
@@ -14,6 +14,8 @@
 //! Result<ExitCode, CliError>`; `main` only parses, dispatches and maps errors to exit
 //! statuses.
 
+#[cfg(feature = "cluster")]
+mod agent;
 mod backend;
 mod bench;
 mod compare;
@@ -49,6 +51,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         #[cfg(feature = "cluster")]
         Command::Controller(args) => controller::run(args),
+        #[cfg(feature = "cluster")]
+        Command::Agent(args) => agent::run(args),
         Command::DeviceSim(args) => device_sim::run(args),
     };
     match result {
