@@ -204,7 +204,7 @@ fn controller(etcd: Vec<String>, tenants: usize, quanta: usize, json: bool) -> R
 /// `bench cluster`: the leader and H simulated agents on one etcd.
 #[cfg(feature = "cluster")]
 fn cluster(run: &fairshare_cluster::fleet::FleetRun, json: bool) -> Result<(), CliError> {
-    let r = fairshare_cluster::fleet::measure(run).map_err(CliError::BenchController)?;
+    let r = fairshare_cluster::fleet::measure(run).map_err(CliError::BenchCluster)?;
     if json {
         return print_json(&r);
     }

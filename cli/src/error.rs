@@ -110,6 +110,10 @@ pub enum CliError {
     #[cfg(feature = "cluster")]
     #[error("bench controller: {0}")]
     BenchController(#[source] fairshare_cluster::bench::ControllerBenchError),
+    /// `bench cluster` could not run.
+    #[cfg(feature = "cluster")]
+    #[error("bench cluster: {0}")]
+    BenchCluster(#[source] fairshare_cluster::bench::ControllerBenchError),
     /// Standard output was closed by its reader (`fairshare replay t.csv | head`): the
     /// command ends quietly with status 0.
     #[error("standard output is closed")]

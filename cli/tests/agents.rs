@@ -7,7 +7,7 @@
 //!
 //! What the sink receives is counted by the test itself, per host and tenant, from a
 //! packet socket in the sink read on the test's clock, and compared with the leader's
-//! allocations (read every 40 ms on the same clock). Traffic flows only between the
+//! allocations (read every 10 ms on the same clock). Traffic flows only between the
 //! test's namespaces, every wait is bounded, and the namespaces and processes go even
 //! when the test fails. Without root or namespaces, the test says so and returns (not
 //! run here, rather than passed).
@@ -74,6 +74,12 @@ fn host_addr(i: usize) -> String {
 fn sink_addr(i: usize) -> String {
     format!("10.78.{}.2", i + 1)
 }
+/// The sink's address toward host `i` that phase `p`'s iperf3 servers listen on: a
+/// server serves one client at a time, and a phase's clients may still be finishing
+/// when the next phase's start.
+fn phase_addr(i: usize, p: usize) -> String {
+    format!("10.78.{}.{}", i + 1, 10 + p)
+}
 
 impl Hosts {
     fn new() -> Result<Hosts, String> {
@@ -95,6 +101,8 @@ impl Hosts {
             let made = ip(&["-n", &h, "link", "add", "vd", "type", "veth", "peer", "name", &d, "netns", &lab.sink])
                 && ip(&["-n", &h, "addr", "add", &format!("{}/24", host_addr(i)), "dev", "vd"])
                 && ip(&["-n", &lab.sink, "addr", "add", &format!("{}/24", sink_addr(i)), "dev", &d])
+                && (0..PHASES.len())
+                    .all(|p| ip(&["-n", &lab.sink, "addr", "add", &format!("{}/24", phase_addr(i, p)), "dev", &d]))
                 && ip(&["-n", &h, "link", "set", "dev", "vd", "up"])
                 && ip(&["-n", &h, "link", "set", "dev", "lo", "up"])
                 && ip(&["-n", &lab.sink, "link", "set", "dev", &d, "up"]);
@@ -146,23 +154,27 @@ impl Hosts {
         (self.children.len() - 1, addr.to_string())
     }
 
-    /// An iperf3 server in the sink for each host and port, bound to the host's side.
+    /// An iperf3 server in the sink for each host, phase and port, bound to the
+    /// phase's address toward the host.
     fn servers(&mut self) {
         for i in 0..HOSTS {
-            for p in 5201..5205 {
-                let server = Command::new("ip")
-                    .args(["netns", "exec", &self.sink, "iperf3", "-s", "-B", &sink_addr(i), "-p", &p.to_string()])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap();
-                self.children.push(server);
+            for phase in 0..PHASES.len() {
+                for p in 5201..5205 {
+                    let server = Command::new("ip")
+                        .args(["netns", "exec", &self.sink, "iperf3", "-s", "-B", &phase_addr(i, phase)])
+                        .args(["-p", &p.to_string()])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .unwrap();
+                    self.children.push(server);
+                }
             }
         }
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             let out = Command::new("ip").args(["netns", "exec", &self.sink, "ss", "-tlnH"]).output().unwrap();
-            if String::from_utf8_lossy(&out.stdout).matches(":520").count() >= HOSTS * 4 {
+            if String::from_utf8_lossy(&out.stdout).matches(":520").count() >= HOSTS * PHASES.len() * 4 {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -170,10 +182,11 @@ impl Hosts {
         panic!("the iperf3 servers did not listen within 5 s");
     }
 
-    /// A UDP sender from host `i` for tenant `t` at `mbps` for `secs`.
-    fn send(&mut self, i: usize, t: usize, mbps: u32, secs: u32) {
+    /// A UDP sender from host `i` for tenant `t` at `mbps` for `secs`, in `phase`.
+    fn send(&mut self, phase: usize, i: usize, t: usize, mbps: u32, secs: u32) {
         let child = Command::new("ip")
-            .args(["netns", "exec", &self.hosts[i], "iperf3", "-u", "-c", &sink_addr(i), "-p", &(5201 + t).to_string()])
+            .args(["netns", "exec", &self.hosts[i], "iperf3", "-u", "-c", &phase_addr(i, phase)])
+            .args(["-p", &(5201 + t).to_string()])
             .args(["-b", &format!("{mbps}M"), "-l", "1400", "-t", &secs.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -307,7 +320,7 @@ impl Drop for Counter {
 type Seen = Vec<(Instant, u64, [u64; 4], [u64; 4])>;
 
 /// Reads `/v1/allocations` of whichever replica answers with a newer quantum, every
-/// 40 ms, until stopped.
+/// 10 ms, until stopped.
 fn watch_quanta(replicas: Vec<PathBuf>, stop: Arc<AtomicBool>, limit: Duration) -> std::thread::JoinHandle<Seen> {
     std::thread::spawn(move || {
         let mut seen: Seen = Vec::new();
@@ -329,7 +342,7 @@ fn watch_quanta(replicas: Vec<PathBuf>, stop: Arc<AtomicBool>, limit: Duration) 
                 }
                 seen.push((Instant::now(), q, demand, alloc));
             }
-            std::thread::sleep(Duration::from_millis(40));
+            std::thread::sleep(Duration::from_millis(10));
         }
         seen
     })
@@ -410,7 +423,7 @@ fn agents_enforce_each_hosts_part_fail_static_and_the_pool_is_fair_on_the_wire()
         for (t, by_host) in rates.iter().enumerate() {
             for (i, &mbps) in by_host.iter().enumerate() {
                 if mbps > 0 {
-                    lab.send(i, t, mbps, PHASE_SECS);
+                    lab.send(p, i, t, mbps, PHASE_SECS);
                 }
             }
         }
@@ -513,13 +526,19 @@ fn agents_enforce_each_hosts_part_fail_static_and_the_pool_is_fair_on_the_wire()
         let i = samples.partition_point(|s| s.0 <= t).clamp(1, samples.len() - 1);
         (0..HOSTS).map(|h| samples[i - 1].1[h][tenant] as f64).sum()
     };
+    // A quantum's allocation is in force from when it was seen, a decrease at once and
+    // an increase a quarter quantum later (its `effective_at`), as the agents apply them.
+    let in_force_from = |seen: &Seen, k: usize, tenant: usize| -> Instant {
+        let raised = k > 0 && seen[k].3[tenant] > seen[k - 1].3[tenant];
+        seen[k].0 + if raised { QUANTUM / 4 } else { Duration::ZERO }
+    };
     let alloc_mean = |seen: &Seen, from: Instant, to: Instant, tenant: usize| -> f64 {
         let mut sum = 0.0;
-        for (k, s) in seen.iter().enumerate() {
-            let next = seen.get(k + 1).map_or(to, |n| n.0).min(to);
-            let start = s.0.max(from);
+        for k in 0..seen.len() {
+            let next = if k + 1 < seen.len() { in_force_from(seen, k + 1, tenant) } else { to }.min(to);
+            let start = in_force_from(seen, k, tenant).max(from);
             if next > start {
-                sum += s.3[tenant] as f64 * (next - start).as_secs_f64();
+                sum += seen[k].3[tenant] as f64 * (next - start).as_secs_f64();
             }
         }
         sum / (to - from).as_secs_f64()
@@ -629,6 +648,20 @@ fn agents_enforce_each_hosts_part_fail_static_and_the_pool_is_fair_on_the_wire()
             assert_eq!(slices, want, "host {i}, {name}: {st}");
         }
     }
+    // etcd back: every agent makes its watch again from a read and takes quanta again.
     etcd.signal("-CONT");
+    let back = Instant::now();
+    for i in 0..HOSTS {
+        loop {
+            let st = agent_status(&lab.hosts[i], &addrs[i]);
+            if st["mode"] == "fresh" {
+                assert!(st["watch_restarts"].as_u64().unwrap() >= 1, "{st}");
+                break;
+            }
+            assert!(back.elapsed() < Duration::from_secs(20), "host {i} not fresh 20 s after etcd came back: {st}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    eprintln!("agents: every agent took quanta again {:?} after etcd came back", back.elapsed());
     drop(replicas);
 }
