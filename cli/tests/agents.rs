@@ -208,15 +208,9 @@ fn get_in(ns: &str, addr: &str, path: &str) -> Option<(u16, String)> {
         let file = std::fs::File::open(format!("/run/netns/{ns}")).ok()?;
         rustix::thread::move_into_link_name_space(file.as_fd(), Some(rustix::thread::LinkNameSpaceType::Network))
             .ok()?;
-        let mut conn = std::net::TcpStream::connect_timeout(&addr.parse().ok()?, Duration::from_secs(1)).ok()?;
+        let conn = std::net::TcpStream::connect_timeout(&addr.parse().ok()?, Duration::from_secs(1)).ok()?;
         conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-        let request = format!("GET {path} HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n");
-        std::io::Write::write_all(&mut conn, request.as_bytes()).ok()?;
-        let mut answer = String::new();
-        std::io::Read::read_to_string(&mut conn, &mut answer).ok()?;
-        let status = answer.split(' ').nth(1)?.parse().ok()?;
-        let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-        Some((status, body))
+        get_over(conn, &path)
     })
     .join()
     .ok()
@@ -225,12 +219,17 @@ fn get_in(ns: &str, addr: &str, path: &str) -> Option<(u16, String)> {
 
 /// `GET path` on a Unix socket: status and body, or `None` if nothing answered.
 fn get_unix(sock: &Path, path: &str) -> Option<(u16, String)> {
-    let mut conn = std::os::unix::net::UnixStream::connect(sock).ok()?;
+    let conn = std::os::unix::net::UnixStream::connect(sock).ok()?;
     conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    std::io::Write::write_all(&mut conn, request.as_bytes()).ok()?;
+    get_over(conn, path)
+}
+
+/// `GET path` over a connection (closed after): status and body.
+fn get_over(mut conn: impl std::io::Read + std::io::Write, path: &str) -> Option<(u16, String)> {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: fairshare\r\nConnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes()).ok()?;
     let mut answer = String::new();
-    std::io::Read::read_to_string(&mut conn, &mut answer).ok()?;
+    conn.read_to_string(&mut answer).ok()?;
     let status = answer.split(' ').nth(1)?.parse().ok()?;
     Some((status, answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
 }

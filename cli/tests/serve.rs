@@ -249,14 +249,8 @@ fn a_bad_configuration_exits_2_naming_the_field() {
         std::fs::read_to_string(example()).unwrap().replace("capacity = 6 ", "capacity = \"6mbps\" "),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fairshare"))
-        .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&config);
     assert!(err.contains("bad.toml: pool.capacity") && err.contains("`6mbps`"), "{err}");
-    assert!(out.stdout.is_empty());
 }
 
 /// Demands from the hosts' agents are a controller's: serve refuses them at start.
@@ -269,12 +263,18 @@ fn serve_refuses_demands_from_agents() {
         .replace("source = \"declared\"", "source = \"agents\"")
         .replace("weight = 1\n", "weight = 1\nmatch = { fwmark = 1 }\n");
     std::fs::write(&config, text).unwrap();
+    let err = refused(&config);
+    assert!(err.contains("demand.source = \"agents\"") && err.contains("fairshare controller"), "{err}");
+}
+
+/// `fairshare serve --config CONFIG`, which must exit with status 2 having served
+/// nothing: what it said.
+fn refused(config: &std::path::Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_fairshare"))
         .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("demand.source = \"agents\"") && err.contains("fairshare controller"), "{err}");
     assert!(out.stdout.is_empty());
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }

@@ -89,6 +89,33 @@ impl Replica for Timed {
     }
 }
 
+/// A pool of `config` on the software backend, for a bench.
+pub(crate) fn software_pool(config: ServeConfig) -> Result<LivePool, ControllerBenchError> {
+    let start = StartOptions {
+        backend: fairshare_backends::Backend::Software,
+        device: fairshare_backends::DeviceOptions::new(fairshare::offload::Verify::Async, 1_000),
+        state: None,
+        accept_config_changes: false,
+    };
+    Ok(LivePool::start(config, start)?)
+}
+
+/// Makes `pool` a replica through `replica` and waits (at most 10 s) until it leads
+/// (its first quantum runs then).
+pub(crate) fn lead(pool: &mut LivePool, replica: Box<dyn Replica>, name: &str) -> Result<(), ControllerBenchError> {
+    pool.set_replica(replica)?;
+    pool.start_replica("bench");
+    let wait = Duration::from_secs(10);
+    let deadline = Instant::now() + wait;
+    while !pool.tick().is_ok_and(|v| v.is_some()) {
+        if Instant::now() > deadline {
+            return Err(ControllerBenchError::NotLeader(wait, name.to_string()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted.get(((sorted.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0.0)
 }
@@ -110,13 +137,7 @@ pub fn measure(
         text += &format!("[[tenants]]\nname = \"t{t}\"\n");
     }
     let config = ServeConfig::parse("bench controller", &text).map_err(fairshare_service::ServiceError::from)?;
-    let start = StartOptions {
-        backend: fairshare_backends::Backend::Software,
-        device: fairshare_backends::DeviceOptions::new(fairshare::offload::Verify::Async, 1_000),
-        state: None,
-        accept_config_changes: false,
-    };
-    let mut pool = LivePool::start(config, start)?;
+    let mut pool = software_pool(config)?;
     // Demands around the fair share (4 slices): some lend, some borrow, credits move.
     for t in 0..tenants {
         pool.set_demand(&format!("t{t}"), Demand::Slices((t as u64 * 7919) % 9))?;
@@ -124,16 +145,11 @@ pub fn measure(
     let options = EtcdOptions { endpoints, pool: pool_name.clone(), timeout: Duration::from_secs(10) };
     let cleanup = EtcdReplica::connect(options.clone())?;
     let commits = Arc::new(Mutex::new(Vec::new()));
-    pool.set_replica(Box::new(Timed { inner: EtcdReplica::connect(options)?, commits: Arc::clone(&commits) }))?;
-    pool.start_replica("bench");
-    let wait = Duration::from_secs(10);
-    let deadline = Instant::now() + wait;
-    while !pool.tick().is_ok_and(|v| v.is_some()) {
-        if Instant::now() > deadline {
-            return Err(ControllerBenchError::NotLeader(wait, pool_name));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    lead(
+        &mut pool,
+        Box::new(Timed { inner: EtcdReplica::connect(options)?, commits: Arc::clone(&commits) }),
+        &pool_name,
+    )?;
     let mut quantum_ms = Vec::with_capacity(quanta);
     for _ in 0..quanta {
         let start = Instant::now();

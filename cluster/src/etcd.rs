@@ -706,3 +706,55 @@ impl Drop for EtcdReplica {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::time::Duration;
+
+    use fairshare_service::config::AgentSettings;
+    use fairshare_service::replica::Allotted;
+
+    use super::*;
+
+    #[test]
+    fn each_host_gets_its_part_of_the_tenants_it_measured() {
+        let tenant = |name: &str, slices| Allotted { name: name.into(), slices, guaranteed: 1, selector: None };
+        let p = Publication {
+            quantum: 9,
+            period: Duration::from_millis(200),
+            slice_bps: 1,
+            slices: 20,
+            agents: AgentSettings {
+                stale_after: Duration::from_secs(4),
+                fallback_after: Duration::from_secs(30),
+                max_packet: 3028,
+            },
+            lease_ttl: Duration::from_secs(3),
+            tenants: vec![tenant("A", 10), tenant("B", 4), tenant("C", 6)],
+        };
+        let host = |pairs: &[(&str, u64)]| HostDemand {
+            quantum: 8,
+            demands: pairs.iter().map(|&(t, s)| (t.to_string(), s)).collect(),
+        };
+        let hosts: BTreeMap<String, HostDemand> = [
+            ("a".to_string(), host(&[("A", 2), ("B", 9)])),
+            ("b".to_string(), host(&[("A", 6)])),
+            ("c".to_string(), host(&[("A", 9), ("B", 0)])),
+            ("idle".to_string(), host(&[])),
+        ]
+        .into_iter()
+        .collect();
+        let out = host_allocs(&p, &hosts, 1234);
+        // Every live host has a record (the idle one too: it holds everything at the floor).
+        assert_eq!(out.keys().collect::<Vec<_>>(), ["a", "b", "c", "idle"]);
+        assert!(out.values().all(|a| a.quantum == 9 && a.effective_at_ms == 1234));
+        // A's 10 over a, b, c by max-min on 2, 6, 9 (docs/agents.md's example); B only
+        // where it was measured; C nowhere (no host measured it).
+        let part = |h: &str, t: &str| out[h].tenants.get(t).copied();
+        assert_eq!((part("a", "A"), part("b", "A"), part("c", "A")), (Some((2, 10)), Some((4, 10)), Some((4, 10))));
+        assert_eq!((part("a", "B"), part("c", "B")), (Some((4, 4)), None));
+        assert!(out.values().all(|a| !a.tenants.contains_key("C")));
+        assert!(out["idle"].tenants.is_empty());
+    }
+}

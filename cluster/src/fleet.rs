@@ -15,11 +15,10 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ConnectOptions, EventType, PutOptions, WatchOptions};
 use fairshare_service::config::ServeConfig;
-use fairshare_service::pool::{LivePool, StartOptions};
 use fairshare_service::replica::{Membership, Publication, Replica, ReplicaError, Role, Synced};
 use serde::{Deserialize, Serialize};
 
-use crate::bench::{percentile, ControllerBenchError};
+use crate::bench::{lead, percentile, software_pool, ControllerBenchError};
 use crate::etcd::{EtcdOptions, EtcdReplica};
 use crate::layout::{HostAlloc, HostDemand, Keys};
 
@@ -256,13 +255,7 @@ pub fn measure(run: &FleetRun) -> Result<FleetReport, ControllerBenchError> {
         text += &format!("[[tenants]]\nname = \"t{t}\"\nmatch = {{ fwmark = {} }}\n", t + 1);
     }
     let config = ServeConfig::parse("bench cluster", &text).map_err(fairshare_service::ServiceError::from)?;
-    let start = StartOptions {
-        backend: fairshare_backends::Backend::Software,
-        device: fairshare_backends::DeviceOptions::new(fairshare::offload::Verify::Async, 1_000),
-        state: None,
-        accept_config_changes: false,
-    };
-    let mut pool = LivePool::start(config, start)?;
+    let mut pool = software_pool(config)?;
     let options =
         EtcdOptions { endpoints: run.endpoints.clone(), pool: pool_name.clone(), timeout: Duration::from_secs(10) };
     let cleanup = EtcdReplica::connect(options.clone())?;
@@ -339,16 +332,7 @@ pub fn measure(run: &FleetRun) -> Result<FleetReport, ControllerBenchError> {
     std::thread::sleep(period + Duration::from_millis(100));
 
     let phases = Arc::new(Mutex::new(Phases::default()));
-    pool.set_replica(Box::new(Timed { inner: EtcdReplica::connect(options)?, now: Arc::clone(&phases) }))?;
-    pool.start_replica("bench");
-    let wait = Duration::from_secs(10);
-    let deadline = Instant::now() + wait;
-    while !pool.tick().is_ok_and(|v| v.is_some()) {
-        if Instant::now() > deadline {
-            return Err(ControllerBenchError::NotLeader(wait, pool_name));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    lead(&mut pool, Box::new(Timed { inner: EtcdReplica::connect(options)?, now: Arc::clone(&phases) }), &pool_name)?;
     let written_before = written.load(Ordering::Relaxed);
     let delivered_before = delivered.load(Ordering::Relaxed);
     let mut runs = Vec::with_capacity(quanta);
