@@ -135,6 +135,9 @@ pub struct Status {
     pub last_error: Option<String>,
     /// The tenants, in the pool's order.
     pub tenants: Vec<TenantStatus>,
+    /// The last allocation taken: per tenant, its slices here and its allocation over
+    /// all hosts (what a fallback splits by).
+    pub last: BTreeMap<String, (u64, u64)>,
     #[serde(skip)]
     since: Option<Instant>,
 }
@@ -181,7 +184,9 @@ async fn connect(options: &AgentOptions) -> Result<Client, AgentError> {
     let connect = ConnectOptions::new()
         .with_connect_timeout(options.timeout)
         .with_keep_alive(options.timeout, options.timeout)
-        .with_keep_alive_while_idle(true);
+        .with_keep_alive_while_idle(true)
+        // A member cut off from the others answers nothing rather than old news.
+        .with_require_leader(true);
     let mut client = tokio::time::timeout(options.timeout, Client::connect(&options.endpoints, Some(connect)))
         .await
         .map_err(|_| unreachable(format!("no answer within {:?}", options.timeout)))?
@@ -195,7 +200,13 @@ async fn connect(options: &AgentOptions) -> Result<Client, AgentError> {
 
 /// What the watch brings.
 enum Event {
+    /// A new part of a quantum for this host.
     Alloc(HostAlloc),
+    /// The leader took this host out: nothing is allocated here now.
+    Removed,
+    /// Every host's part of quanta up to this one is in etcd.
+    Published(u64),
+    /// The pool's configuration.
     Config(AgentConfig),
 }
 
@@ -212,6 +223,7 @@ async fn agent(options: AgentOptions, ready: impl FnOnce(SocketAddr)) -> Result<
         watch_restarts: 0,
         last_error: None,
         tenants: Vec::new(),
+        last: BTreeMap::new(),
         since: Some(Instant::now()),
     }));
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -223,8 +235,11 @@ async fn agent(options: AgentOptions, ready: impl FnOnce(SocketAddr)) -> Result<
         .route("/metrics", get(metrics))
         .route("/v1/status", get(status_json))
         .with_state(Arc::clone(&status));
+    let serving = Arc::clone(&status);
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        if let Err(e) = axum::serve(listener, app).await {
+            fail(&serving, false, format!("serving /healthz and /metrics stopped: {e}"));
+        }
     });
     let (events, mut received) = mpsc::channel(64);
     tokio::spawn(watch_host(
@@ -239,7 +254,7 @@ async fn agent(options: AgentOptions, ready: impl FnOnce(SocketAddr)) -> Result<
     let config = loop {
         match received.recv().await {
             Some(Event::Config(c)) => break c,
-            Some(Event::Alloc(_)) => continue,
+            Some(_) => continue,
             None => return Ok(()),
         }
     };
@@ -268,6 +283,8 @@ async fn agent(options: AgentOptions, ready: impl FnOnce(SocketAddr)) -> Result<
         tokio::select! {
             event = received.recv() => match event {
                 Some(Event::Alloc(a)) => enforcer.take(a),
+                Some(Event::Removed) => enforcer.removed(),
+                Some(Event::Published(q)) => enforcer.published = enforcer.published.max(q),
                 Some(Event::Config(c)) => enforcer.reconfigure(c),
                 None => break,
             },
@@ -293,8 +310,9 @@ async fn agent(options: AgentOptions, ready: impl FnOnce(SocketAddr)) -> Result<
     Ok(())
 }
 
-/// Reads the host's allocation and the pool's configuration, then watches both from
-/// there; a watch that fails, ends or is compacted is made again from a read.
+/// Reads the host's allocation, the pool's configuration and the last quantum published
+/// whole, then watches the three from there; a watch that fails, ends or is compacted is
+/// made again from a read.
 async fn watch_host(
     client: Client,
     keys: Keys,
@@ -303,7 +321,7 @@ async fn watch_host(
     events: mpsc::Sender<Event>,
     status: Shared,
 ) {
-    let (alloc_key, config_key) = (keys.alloc(&host), keys.config());
+    let watched = [keys.config(), keys.alloc(&host), keys.published()];
     let mut first = true;
     loop {
         if !first {
@@ -312,7 +330,7 @@ async fn watch_host(
         }
         first = false;
         let mut c = client.clone();
-        let read = Txn::new().and_then([TxnOp::get(alloc_key.clone(), None), TxnOp::get(config_key.clone(), None)]);
+        let read = Txn::new().and_then(watched.iter().map(|k| TxnOp::get(k.clone(), None)).collect::<Vec<_>>());
         let answer = match tokio::time::timeout(timeout, c.txn(read)).await {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => {
@@ -325,34 +343,46 @@ async fn watch_host(
             }
         };
         let revision = answer.header().map_or(0, |h| h.revision());
-        let mut values = answer.op_responses().into_iter().map(|r| match r {
+        let values = answer.op_responses().into_iter().map(|r| match r {
             TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.value().to_vec()),
             _ => None,
         });
-        let (alloc, config) = (values.next().flatten(), values.next().flatten());
-        // The configuration before the allocation: the tenants must be known.
-        for (key, value) in [(&config_key, config), (&alloc_key, alloc)] {
-            if let Some(v) = value {
-                if let Some(e) = parse_event(key == &config_key, &v, &status) {
-                    if events.send(e).await.is_err() {
-                        return;
-                    }
+        // The configuration first: the tenants must be known.
+        for (key, value) in watched.iter().zip(values) {
+            if let Some(e) = value.and_then(|v| parse_event(&watched, key.as_bytes(), &v, &status)) {
+                if events.send(e).await.is_err() {
+                    return;
                 }
             }
         }
+        // From the revision read: nothing put in between is missed.
         let from = WatchOptions::new().with_start_revision(revision + 1);
-        let mut stream = match tokio::time::timeout(timeout, c.watch(alloc_key.clone(), Some(from.clone()))).await {
+        let mut stream = match tokio::time::timeout(timeout, c.watch(watched[0].clone(), Some(from.clone()))).await {
             Ok(Ok(w)) => w,
-            _ => {
-                fail(&status, true, "etcd: watching this host's allocation failed".into());
+            Ok(Err(e)) => {
+                fail(&status, true, format!("etcd: watching the pool's configuration: {e}"));
+                continue;
+            }
+            Err(_) => {
+                fail(&status, true, format!("etcd: watching the pool's configuration: no answer within {timeout:?}"));
                 continue;
             }
         };
-        if tokio::time::timeout(timeout, stream.watch(config_key.clone(), Some(from)))
-            .await
-            .map_or(true, |r| r.is_err())
-        {
-            fail(&status, true, "etcd: watching the pool's configuration failed".into());
+        let mut watching = true;
+        for key in &watched[1..] {
+            match tokio::time::timeout(timeout, stream.watch(key.clone(), Some(from.clone()))).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    fail(&status, true, format!("etcd: watching {key}: {e}"));
+                    watching = false;
+                }
+                Err(_) => {
+                    fail(&status, true, format!("etcd: watching {key}: no answer within {timeout:?}"));
+                    watching = false;
+                }
+            }
+        }
+        if !watching {
             continue;
         }
         loop {
@@ -369,11 +399,14 @@ async fn watch_host(
             }
             for event in message.events() {
                 let Some(kv) = event.kv() else { continue };
-                if event.event_type() != EventType::Put {
-                    continue;
-                }
-                let is_config = kv.key() == config_key.as_bytes();
-                if let Some(e) = parse_event(is_config, kv.value(), &status) {
+                let e = match event.event_type() {
+                    EventType::Put => parse_event(&watched, kv.key(), kv.value(), &status),
+                    // The leader took this host out (its demand's lease ended): its part
+                    // went to the other hosts.
+                    EventType::Delete if kv.key() == watched[1].as_bytes() => Some(Event::Removed),
+                    EventType::Delete => None,
+                };
+                if let Some(e) = e {
                     if events.send(e).await.is_err() {
                         return;
                     }
@@ -383,16 +416,19 @@ async fn watch_host(
     }
 }
 
-fn parse_event(is_config: bool, value: &[u8], status: &Shared) -> Option<Event> {
-    let parsed = if is_config {
-        serde_json::from_slice(value).map(Event::Config)
+/// The event a put of `key` (one of `watched`: config, alloc, published) brings.
+fn parse_event(watched: &[String; 3], key: &[u8], value: &[u8], status: &Shared) -> Option<Event> {
+    let (parsed, what) = if key == watched[0].as_bytes() {
+        (serde_json::from_slice(value).map(Event::Config).map_err(|e| e.to_string()), "the pool's configuration")
+    } else if key == watched[1].as_bytes() {
+        (serde_json::from_slice(value).map(Event::Alloc).map_err(|e| e.to_string()), "this host's allocation")
     } else {
-        serde_json::from_slice(value).map(Event::Alloc)
+        let q = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse().ok());
+        (q.map(Event::Published).ok_or_else(|| "not a quantum number".to_string()), "the last quantum published")
     };
     match parsed {
         Ok(e) => Some(e),
         Err(e) => {
-            let what = if is_config { "the pool's configuration" } else { "this host's allocation" };
             fail(status, true, format!("etcd holds {what} that this agent cannot read: {e}"));
             None
         }
@@ -416,15 +452,29 @@ async fn publish_demands(
         let mut c = client.clone();
         let id = match tokio::time::timeout(timeout, c.lease_grant(ttl, None)).await {
             Ok(Ok(l)) => l.id(),
-            _ => {
-                fail(&status, true, "etcd: granting this host's lease failed".into());
+            failed => {
+                let why = failed.map_or_else(
+                    |_| format!("no answer within {timeout:?}"),
+                    |r| r.err().map(|e| e.to_string()).unwrap_or_default(),
+                );
+                fail(&status, true, format!("etcd: granting this host's lease: {why}"));
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 continue;
             }
         };
-        let Ok(Ok((mut keeper, mut renewals))) = tokio::time::timeout(timeout, c.lease_keep_alive(id)).await else {
-            fail(&status, true, "etcd: keeping this host's lease failed".into());
-            continue;
+        let (mut keeper, mut renewals) = match tokio::time::timeout(timeout, c.lease_keep_alive(id)).await {
+            Ok(Ok(k)) => k,
+            Ok(Err(e)) => {
+                fail(&status, true, format!("etcd: keeping this host's lease: {e}"));
+                let _ = tokio::time::timeout(timeout, c.lease_revoke(id)).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            Err(_) => {
+                fail(&status, true, format!("etcd: keeping this host's lease: no answer within {timeout:?}"));
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
         };
         *lease.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id);
         let mut renew = tokio::time::interval(renew_every);
@@ -437,9 +487,16 @@ async fn publish_demands(
                     let Some(d) = demands.borrow_and_update().clone() else { continue };
                     let value = serde_json::to_vec(&d).unwrap_or_default();
                     let put = tokio::time::timeout(timeout, c.put(key.clone(), value, Some(PutOptions::new().with_lease(id)))).await;
-                    if !matches!(put, Ok(Ok(_))) {
-                        fail(&status, true, "etcd: publishing this host's demand failed".into());
-                        break;
+                    match put {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => {
+                            fail(&status, true, format!("etcd: publishing this host's demand: {e}"));
+                            break;
+                        }
+                        Err(_) => {
+                            fail(&status, true, format!("etcd: publishing this host's demand: no answer within {timeout:?}"));
+                            break;
+                        }
                     }
                 }
                 _ = renew.tick() => {
@@ -449,7 +506,7 @@ async fn publish_demands(
                     })
                     .await;
                     if !matches!(renewed, Ok(Some(_))) {
-                        fail(&status, true, "etcd: renewing this host's lease failed".into());
+                        fail(&status, true, format!("etcd: renewing this host's lease: no renewal within {timeout:?}"));
                         break;
                     }
                 }
@@ -469,8 +526,12 @@ struct Enforcer {
     applied: BTreeMap<String, u64>,
     /// The last allocation taken (the source of the fallback's split).
     last: Option<HostAlloc>,
-    /// The allocation whose increases wait for their time.
-    pending: Option<(BTreeMap<String, u64>, Instant)>,
+    /// The allocation whose increases wait for their time: its quantum, slices, time.
+    pending: Option<(u64, BTreeMap<String, u64>, Instant)>,
+    /// The last quantum every host's part of which is in etcd (the leader's marker):
+    /// increases wait for it too, so that no host raises while another may not have
+    /// its decrease yet.
+    published: u64,
     /// When the last new quantum arrived (or the agent started).
     last_new: Instant,
     mode: Mode,
@@ -503,6 +564,7 @@ impl Enforcer {
             applied: BTreeMap::new(),
             last: None,
             pending: None,
+            published: 0,
             last_new: Instant::now(),
             mode: Mode::Waiting,
             counters: None,
@@ -526,32 +588,43 @@ impl Enforcer {
     }
 
     /// A new allocation: applied if newer than the last, its decreases now, its
-    /// increases at its time.
+    /// increases once its time has come and the leader marked its quantum published.
     fn take(&mut self, a: HostAlloc) {
         if self.last.as_ref().is_some_and(|l| l.quantum >= a.quantum) {
             return;
         }
         let target: BTreeMap<String, u64> = a.tenants.iter().map(|(n, &(part, _))| (n.clone(), part)).collect();
         let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let wait = Duration::from_millis(a.effective_at_ms.saturating_sub(now_ms));
-        self.last_new = Instant::now();
+        // The leader's clock says when; this host's may be off: never more than half a
+        // quantum from now (a host far behind would otherwise never raise).
+        let wait = Duration::from_millis(a.effective_at_ms.saturating_sub(now_ms)).min(self.period() / 2);
+        // A record read long after it was written (a restart on an old one) is as
+        // stale as it is old.
+        let age = Duration::from_millis(now_ms.saturating_sub(a.effective_at_ms));
+        self.last_new = Instant::now().checked_sub(age).unwrap_or_else(Instant::now);
         self.mode = Mode::Fresh;
+        let quantum = a.quantum;
         self.last = Some(a);
-        if wait.is_zero() {
-            self.pending = None;
-            self.set(target);
-        } else {
-            let lower: BTreeMap<String, u64> = self
-                .order
-                .iter()
-                .map(|n| {
-                    let (now, next) = (self.applied.get(n).copied().unwrap_or(0), target.get(n).copied().unwrap_or(0));
-                    (n.clone(), now.min(next))
-                })
-                .collect();
-            self.set(lower);
-            self.pending = Some((target, Instant::now() + wait));
+        let lower: BTreeMap<String, u64> = self
+            .order
+            .iter()
+            .map(|n| {
+                let (now, next) = (self.applied.get(n).copied().unwrap_or(0), target.get(n).copied().unwrap_or(0));
+                (n.clone(), now.min(next))
+            })
+            .collect();
+        self.set(lower);
+        self.pending = Some((quantum, target, Instant::now() + wait));
+        self.on_time();
+    }
+
+    /// The leader took this host out: every tenant to the floor, nothing pending.
+    fn removed(&mut self) {
+        self.pending = None;
+        if let Some(l) = self.last.as_mut() {
+            l.tenants.clear();
         }
+        self.set(BTreeMap::new());
     }
 
     /// Raises that are due, the staleness, repairs.
@@ -568,11 +641,11 @@ impl Enforcer {
                 Err(e) => fail(&self.status, false, format!("repairing the tree on {}: {e}", self.dev)),
             }
         }
-        if let Some((target, at)) = self.pending.take() {
-            if now >= at {
+        if let Some((quantum, target, at)) = self.pending.take() {
+            if now >= at && self.published >= quantum {
                 self.set(target);
             } else {
-                self.pending = Some((target, at));
+                self.pending = Some((quantum, target, at));
             }
         }
         let silent = now - self.last_new;
@@ -693,6 +766,7 @@ impl Enforcer {
         let bytes: BTreeMap<String, (u64, u64)> =
             st.tenants.iter().map(|t| (t.name.clone(), (t.bytes, t.demand))).collect();
         st.quantum = self.last.as_ref().map_or(0, |l| l.quantum);
+        st.last = self.last.as_ref().map(|l| l.tenants.clone()).unwrap_or_default();
         st.mode = self.mode;
         st.tenants = self
             .order

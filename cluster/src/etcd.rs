@@ -331,7 +331,8 @@ pub fn host_allocs(
     for (h, d) in hosts {
         for (tenant, &slices) in &d.demands {
             if slices > 0 {
-                wanting.entry(tenant.as_str()).or_default().push((h, slices));
+                // A host's record is its own: no more than the pool counts from it.
+                wanting.entry(tenant.as_str()).or_default().push((h, slices.min(p.slices)));
             }
         }
     }
@@ -619,6 +620,18 @@ impl Replica for EtcdReplica {
         let mut bytes = 0;
         // Fenced as the commit is: a deposed leader publishes nothing. The
         // configuration first (alone: it must fit one request), then the hosts' parts.
+        if self.config.as_ref().map(|c| c.0) != Some(held.revision) {
+            // A new term: the hosts an earlier leader published for are known from etcd,
+            // so that those gone since are taken out.
+            let options = GetOptions::new().with_prefix().with_keys_only();
+            let got = self.call("listing the hosts' allocations", client.get(self.keys.allocs(), Some(options)))?;
+            let prefix = self.keys.allocs();
+            self.published.extend(
+                got.kvs()
+                    .iter()
+                    .map(|kv| String::from_utf8_lossy(&kv.key()[prefix.len().min(kv.key().len())..]).into_owned()),
+            );
+        }
         if self.config.as_ref() != Some(&(held.revision, config.clone())) {
             if config.len() > CONFIG_BYTES {
                 return Err(ReplicaError::TooLarge {
@@ -662,6 +675,17 @@ impl Replica for EtcdReplica {
         for host in self.published.iter().filter(|h| !allocs.contains_key(*h)) {
             add(TxnOp::delete(self.keys.alloc(host), None), 0);
         }
+        // Last, the marker: every host's part of this quantum is written (agents raise
+        // only up to it; a leader that dies before it leaves every raise waiting).
+        add(TxnOp::put(self.keys.published(), publication.quantum.to_string(), None), 0);
+        let mut marker = batches.pop().map(|(ops, _)| ops).unwrap_or_default();
+        if marker.len() > 1 {
+            // The marker goes alone, after every batch.
+            let last = marker.pop().into_iter().collect::<Vec<_>>();
+            batches.push((marker, 0));
+            marker = last;
+        }
+        batches.push((marker, 0));
         for (ops, _) in batches.into_iter().filter(|(ops, _)| !ops.is_empty()) {
             let txn = Txn::new().when([fence()]).and_then(ops);
             let answer = self.call("publishing the allocations", client.txn(txn))?;

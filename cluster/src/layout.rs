@@ -17,6 +17,8 @@
 //!   lease (a dead host's demand goes with its lease);
 //! - `alloc/{host}`: the host's part of the last published quantum ([`HostAlloc`]),
 //!   put by the leader after each commit; each agent watches its own;
+//! - `published`: the last quantum every host's part of which is written (after the
+//!   last batch): agents raise only up to it;
 //! - `config`: what the agents need of the pool ([`AgentConfig`]), put by the leader
 //!   when it changes;
 //! - `member/{tenant}/{change}`: each join or leave asked of any replica (JSON), applied
@@ -98,6 +100,11 @@ impl Keys {
     /// A host's allocation.
     pub fn alloc(&self, host: &str) -> String {
         format!("{}alloc/{host}", self.prefix)
+    }
+
+    /// The last quantum every host's part of which is written (decimal).
+    pub fn published(&self) -> String {
+        format!("{}published", self.prefix)
     }
 
     /// What the agents need of the pool.

@@ -138,6 +138,112 @@ struct RawConfig {
     agents: Option<RawAgents>,
 }
 
+/// The pool's slices and the bits per second of one: a count of bare slices, or a rate
+/// and a slice's rate.
+fn pool_size(p: &RawPool) -> Result<(u64, u64), String> {
+    let (slices, slice_bps) = match (&p.capacity, &p.slice) {
+        (Amount::Slices(n), None) => (*n, 1),
+        (Amount::Slices(_), Some(_)) => {
+            return Err("pool.slice: a pool in bare slices (capacity = N) takes no slice size".into())
+        }
+        (Amount::Rate(r), Some(s)) => {
+            let cap = parse_rate(r).map_err(|m| format!("pool.capacity: {m}"))?;
+            let slice = parse_rate(s).map_err(|m| format!("pool.slice: {m}"))?;
+            (cap / slice, slice)
+        }
+        (Amount::Rate(r), None) => {
+            return Err(format!("pool.capacity: `{r}` is a rate; give pool.slice too (e.g. slice = \"1mbit\")"))
+        }
+    };
+    if slices == 0 {
+        return Err("pool.capacity: the pool has no slices".into());
+    }
+    Ok((slices, slice_bps))
+}
+
+/// `controller.lease_ttl`: whole seconds from 1 to 60, [`DEFAULT_LEASE_TTL`] if not given.
+fn lease_ttl(raw: Option<&RawController>) -> Result<Duration, String> {
+    let Some(text) = raw.and_then(|c| c.lease_ttl.as_deref()) else { return Ok(DEFAULT_LEASE_TTL) };
+    let ttl = parse_period(text).map_err(|m| format!("controller.lease_ttl: {m}"))?;
+    if ttl.subsec_nanos() != 0 || !(1..=60).contains(&ttl.as_secs()) {
+        return Err(format!(
+            "controller.lease_ttl: `{text}` is not a whole number of seconds from 1 to 60 (etcd's leases are)"
+        ));
+    }
+    Ok(ttl)
+}
+
+/// `[enforce]`, checked.
+fn enforcement(raw: RawEnforce) -> Result<Enforce, String> {
+    match raw.kind.as_str() {
+        "none" => {
+            if raw.dev.is_some() || raw.max_packet.is_some() {
+                return Err("enforce.dev, enforce.max_packet: only with kind = \"htb\"".into());
+            }
+            Ok(Enforce::None)
+        }
+        "htb" => match raw.dev {
+            Some(dev)
+                if !dev.is_empty()
+                    && dev.len() < 16
+                    && dev.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
+            {
+                let max_packet = raw.max_packet.unwrap_or(crate::enforce::DEFAULT_MAX_PACKET);
+                if !(1514..=65536).contains(&max_packet) {
+                    return Err(format!("enforce.max_packet: {max_packet} bytes is outside 1514 to 65536"));
+                }
+                Ok(Enforce::Htb { dev, max_packet })
+            }
+            Some(dev) => Err(format!("enforce.dev: `{dev}` is not a network device name")),
+            None => Err("enforce.dev: missing (the device whose egress is shaped)".into()),
+        },
+        other => Err(format!("enforce.kind: `{other}` (use none or htb)")),
+    }
+}
+
+/// `[[tenants]]`, checked: at least one and at most `max`, names valid and once each,
+/// token files only with `[auth]`, weights in range, a match each if `needs_match`.
+fn tenants(
+    raw: Vec<RawTenant>,
+    max: usize,
+    auth: bool,
+    needs_match: bool,
+    path: &dyn Fn(&str, &str) -> Result<PathBuf, String>,
+) -> Result<Vec<Tenant>, String> {
+    if raw.is_empty() {
+        return Err("tenants: at least one [[tenants]] is needed".into());
+    }
+    if raw.len() > max {
+        return Err(format!("tenants: {} tenants, more than pool.max_tenants ({max})", raw.len()));
+    }
+    let mut tenants: Vec<Tenant> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, t) in raw.into_iter().enumerate() {
+        check_name(&t.name).map_err(|m| format!("tenants[{i}].name {m}"))?;
+        if !seen.insert(t.name.clone()) {
+            return Err(format!("tenants[{i}].name: `{}` appears twice", t.name));
+        }
+        let token_file = match &t.token_file {
+            Some(_) if !auth => return Err(format!("tenants[{i}].token_file: needs [auth] (admin_token_file)")),
+            Some(f) => Some(path(&format!("tenants[{i}].token_file"), f)?),
+            None => None,
+        };
+        if t.weight == 0 || t.weight > 1_000_000 {
+            return Err(format!("tenants[{i}].weight: {} is outside 1 to 1000000", t.weight));
+        }
+        if needs_match {
+            let Some(m) = &t.selector else {
+                return Err(format!(
+                    "tenants[{i}].match: missing; enforce = htb and demand from agents need one per tenant"
+                ));
+            };
+            check_match(m).map_err(|m| format!("tenants[{i}].match{m}"))?;
+        }
+        tenants.push(Tenant { name: t.name, weight: t.weight, selector: t.selector, token_file });
+    }
+    Ok(tenants)
+}
+
 /// `[agents]`, checked: `stale_after` by default the lease's TTL and a second (an
 /// election), `fallback_after` by default 30 s and never before `stale_after`.
 fn agent_settings(raw: Option<&RawAgents>, lease_ttl: Duration) -> Result<AgentSettings, String> {
@@ -384,42 +490,31 @@ impl ServeConfig {
         let raw: RawConfig = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
         // Paths in the file are relative to its folder.
         let folder = Path::new(file).parent().unwrap_or(Path::new(""));
-        let path = |field: &str, p: &str| -> Result<PathBuf, ConfigError> {
+        let config = Self::check(raw, folder).map_err(err)?;
+        config.pool_config().map_err(|e| err(format!("tenants: {e}")))?;
+        Ok(config)
+    }
+
+    /// The file's tables checked, each error naming its field.
+    fn check(raw: RawConfig, folder: &Path) -> Result<Self, String> {
+        let path = |field: &str, p: &str| {
             if p.is_empty() {
-                return Err(err(format!("{field}: is empty")));
+                return Err(format!("{field}: is empty"));
             }
             Ok(folder.join(p))
         };
-        let p = raw.pool;
-        let (slices, slice_bps) = match (&p.capacity, &p.slice) {
-            (Amount::Slices(n), None) => (*n, 1),
-            (Amount::Slices(_), Some(_)) => {
-                return Err(err("pool.slice: a pool in bare slices (capacity = N) takes no slice size".into()))
-            }
-            (Amount::Rate(r), Some(s)) => {
-                let cap = parse_rate(r).map_err(|m| err(format!("pool.capacity: {m}")))?;
-                let slice = parse_rate(s).map_err(|m| err(format!("pool.slice: {m}")))?;
-                (cap / slice, slice)
-            }
-            (Amount::Rate(r), None) => {
-                return Err(err(format!(
-                    "pool.capacity: `{r}` is a rate; give pool.slice too (e.g. slice = \"1mbit\")"
-                )))
-            }
-        };
-        if slices == 0 {
-            return Err(err("pool.capacity: the pool has no slices".into()));
-        }
-        let quantum = parse_period(&p.quantum).map_err(|m| err(format!("pool.quantum: {m}")))?;
-        let policy: Policy = p.policy.parse().map_err(|m| err(format!("pool.policy: {m}")))?;
-        let alpha = Alpha::from_f64(p.alpha).map_err(|e| err(format!("pool.alpha: {e}")))?;
+        let p = &raw.pool;
+        let (slices, slice_bps) = pool_size(p)?;
+        let quantum = parse_period(&p.quantum).map_err(|m| format!("pool.quantum: {m}"))?;
+        let policy: Policy = p.policy.parse().map_err(|m| format!("pool.policy: {m}"))?;
+        let alpha = Alpha::from_f64(p.alpha).map_err(|e| format!("pool.alpha: {e}"))?;
         let initial_credits = p.initial_credits.unwrap_or(DEFAULT_INITIAL_CREDITS);
         if Credits::from_int(initial_credits).is_none() {
-            return Err(err(format!("pool.initial_credits: {initial_credits} is out of range")));
+            return Err(format!("pool.initial_credits: {initial_credits} is out of range"));
         }
         let max_tenants = p.max_tenants.unwrap_or(DEFAULT_MAX_TENANTS);
         if max_tenants == 0 {
-            return Err(err("pool.max_tenants: is 0; a pool needs at least one tenant".into()));
+            return Err("pool.max_tenants: is 0; a pool needs at least one tenant".into());
         }
         let auth = match &raw.auth {
             Some(a) => Some(Auth { admin_token_file: path("auth.admin_token_file", &a.admin_token_file)? }),
@@ -429,89 +524,21 @@ impl ServeConfig {
             Some(t) => Some(Tls { cert: path("tls.cert", &t.cert)?, key: path("tls.key", &t.key)? }),
             None => None,
         };
-        let lease_ttl = match raw.controller.as_ref().and_then(|c| c.lease_ttl.as_deref()) {
-            None => DEFAULT_LEASE_TTL,
-            Some(text) => {
-                let ttl = parse_period(text).map_err(|m| err(format!("controller.lease_ttl: {m}")))?;
-                if ttl.subsec_nanos() != 0 || !(1..=60).contains(&ttl.as_secs()) {
-                    return Err(err(format!(
-                        "controller.lease_ttl: `{text}` is not a whole number of seconds from 1 to 60 (etcd's leases are)"
-                    )));
-                }
-                ttl
-            }
-        };
+        let lease_ttl = lease_ttl(raw.controller.as_ref())?;
         let demand = match raw.demand.source.as_str() {
             "declared" => DemandSource::Declared,
             "measured" => DemandSource::Measured,
             "agents" => DemandSource::Agents,
-            other => return Err(err(format!("demand.source: `{other}` (use declared, measured or agents)"))),
+            other => return Err(format!("demand.source: `{other}` (use declared, measured or agents)")),
         };
-        let enforce = match raw.enforce.kind.as_str() {
-            "none" => {
-                if raw.enforce.dev.is_some() || raw.enforce.max_packet.is_some() {
-                    return Err(err("enforce.dev, enforce.max_packet: only with kind = \"htb\"".into()));
-                }
-                Enforce::None
-            }
-            "htb" => match raw.enforce.dev {
-                Some(dev)
-                    if !dev.is_empty()
-                        && dev.len() < 16
-                        && dev.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
-                {
-                    let max_packet = raw.enforce.max_packet.unwrap_or(crate::enforce::DEFAULT_MAX_PACKET);
-                    if !(1514..=65536).contains(&max_packet) {
-                        return Err(err(format!("enforce.max_packet: {max_packet} bytes is outside 1514 to 65536")));
-                    }
-                    Enforce::Htb { dev, max_packet }
-                }
-                Some(dev) => return Err(err(format!("enforce.dev: `{dev}` is not a network device name"))),
-                None => return Err(err("enforce.dev: missing (the device whose egress is shaped)".into())),
-            },
-            other => return Err(err(format!("enforce.kind: `{other}` (use none or htb)"))),
-        };
+        let enforce = enforcement(raw.enforce)?;
         if demand == DemandSource::Measured && enforce == Enforce::None {
-            return Err(err("demand.source: `measured` reads the HTB classes: it needs enforce.kind = \"htb\"".into()));
+            return Err("demand.source: `measured` reads the HTB classes: it needs enforce.kind = \"htb\"".into());
         }
-        if raw.tenants.is_empty() {
-            return Err(err("tenants: at least one [[tenants]] is needed".into()));
-        }
-        if raw.tenants.len() > max_tenants {
-            return Err(err(format!(
-                "tenants: {} tenants, more than pool.max_tenants ({max_tenants})",
-                raw.tenants.len()
-            )));
-        }
-        let mut tenants: Vec<Tenant> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for (i, t) in raw.tenants.into_iter().enumerate() {
-            check_name(&t.name).map_err(|m| err(format!("tenants[{i}].name {m}")))?;
-            if !seen.insert(t.name.clone()) {
-                return Err(err(format!("tenants[{i}].name: `{}` appears twice", t.name)));
-            }
-            let token_file = match &t.token_file {
-                Some(_) if auth.is_none() => {
-                    return Err(err(format!("tenants[{i}].token_file: needs [auth] (admin_token_file)")))
-                }
-                Some(f) => Some(path(&format!("tenants[{i}].token_file"), f)?),
-                None => None,
-            };
-            if t.weight == 0 || t.weight > 1_000_000 {
-                return Err(err(format!("tenants[{i}].weight: {} is outside 1 to 1000000", t.weight)));
-            }
-            if matches!(enforce, Enforce::Htb { .. }) || demand == DemandSource::Agents {
-                let Some(m) = &t.selector else {
-                    return Err(err(format!(
-                        "tenants[{i}].match: missing; enforce = htb and demand from agents need one per tenant"
-                    )));
-                };
-                check_match(m).map_err(|m| err(format!("tenants[{i}].match{m}")))?;
-            }
-            tenants.push(Tenant { name: t.name, weight: t.weight, selector: t.selector, token_file });
-        }
-        let agents = agent_settings(raw.agents.as_ref(), lease_ttl).map_err(err)?;
-        let config = ServeConfig {
+        let needs_match = matches!(enforce, Enforce::Htb { .. }) || demand == DemandSource::Agents;
+        let tenants = tenants(raw.tenants, max_tenants, auth.is_some(), needs_match, &path)?;
+        let agents = agent_settings(raw.agents.as_ref(), lease_ttl)?;
+        Ok(ServeConfig {
             slices,
             slice_bps,
             quantum,
@@ -526,9 +553,7 @@ impl ServeConfig {
             tls,
             lease_ttl,
             agents,
-        };
-        config.pool_config().map_err(|e| err(format!("tenants: {e}")))?;
-        Ok(config)
+        })
     }
 
     /// Fair and guaranteed shares `(f, floor(alpha f))` of tenants with these weights:
