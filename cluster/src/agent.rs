@@ -22,7 +22,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use etcd_client::{Client, ConnectOptions, EventType, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions};
+use etcd_client::{Client, EventType, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions};
 use fairshare_service::config::Tenant;
 use fairshare_service::enforce::{Counters, EnforceError, Estimator, Htb};
 use fairshare_service::metrics::escape;
@@ -180,22 +180,9 @@ pub fn run(options: AgentOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), 
 }
 
 async fn connect(options: &AgentOptions) -> Result<Client, AgentError> {
-    let unreachable = |reason: String| AgentError::Unreachable { endpoints: options.endpoints.join(","), reason };
-    let connect = ConnectOptions::new()
-        .with_connect_timeout(options.timeout)
-        .with_keep_alive(options.timeout, options.timeout)
-        .with_keep_alive_while_idle(true)
-        // A member cut off from the others answers nothing rather than old news.
-        .with_require_leader(true);
-    let mut client = tokio::time::timeout(options.timeout, Client::connect(&options.endpoints, Some(connect)))
+    crate::etcd::connect(&options.endpoints, options.timeout, true)
         .await
-        .map_err(|_| unreachable(format!("no answer within {:?}", options.timeout)))?
-        .map_err(|e| unreachable(e.to_string()))?;
-    tokio::time::timeout(options.timeout, client.get("/fairshare/", None))
-        .await
-        .map_err(|_| unreachable(format!("no answer within {:?}", options.timeout)))?
-        .map_err(|e| unreachable(e.to_string()))?;
-    Ok(client)
+        .map_err(|reason| AgentError::Unreachable { endpoints: options.endpoints.join(","), reason })
 }
 
 /// What the watch brings.

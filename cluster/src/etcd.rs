@@ -119,27 +119,7 @@ impl EtcdReplica {
             .build()
             .map_err(EtcdError::Runtime)?;
         let unreachable = |reason: String| EtcdError::Unreachable { endpoints: options.endpoints.join(","), reason };
-        let client = runtime
-            .block_on(async {
-                // HTTP/2 pings: a connection that went silent (a host or a route gone) is
-                // seen as dead within the deadline, not when TCP gives up.
-                let connect = ConnectOptions::new()
-                    .with_connect_timeout(options.timeout)
-                    .with_keep_alive(options.timeout, options.timeout)
-                    .with_keep_alive_while_idle(true);
-                let mut client =
-                    tokio::time::timeout(options.timeout, Client::connect(&options.endpoints, Some(connect)))
-                        .await
-                        .map_err(|_| format!("no answer within {:?}", options.timeout))?
-                        .map_err(|e| e.to_string())?;
-                // A first read: the cluster answers, not only a socket.
-                tokio::time::timeout(options.timeout, client.get("/fairshare/", Some(GetOptions::new().with_limit(1))))
-                    .await
-                    .map_err(|_| format!("no answer within {:?}", options.timeout))?
-                    .map_err(|e| e.to_string())?;
-                Ok::<Client, String>(client)
-            })
-            .map_err(unreachable)?;
+        let client = runtime.block_on(connect(&options.endpoints, options.timeout, false)).map_err(unreachable)?;
         Ok(EtcdReplica {
             runtime,
             client,
@@ -348,6 +328,29 @@ pub fn host_allocs(
         }
     }
     out
+}
+
+/// A client of etcd at `endpoints` once the cluster answers a first read, each step
+/// within `timeout`; or why not. HTTP/2 pings within `timeout` too: a connection that
+/// went silent (a host or a route gone) is seen as dead then, not when TCP gives up.
+/// With `require_leader`, a member cut off from the others answers nothing rather than
+/// old news (the agents' watches need it).
+pub(crate) async fn connect(endpoints: &[String], timeout: Duration, require_leader: bool) -> Result<Client, String> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(timeout)
+        .with_keep_alive(timeout, timeout)
+        .with_keep_alive_while_idle(true)
+        .with_require_leader(require_leader);
+    let late = |_| format!("no answer within {timeout:?}");
+    let mut client = tokio::time::timeout(timeout, Client::connect(endpoints, Some(options)))
+        .await
+        .map_err(late)?
+        .map_err(|e| e.to_string())?;
+    tokio::time::timeout(timeout, client.get("/fairshare/", Some(GetOptions::new().with_limit(1))))
+        .await
+        .map_err(late)?
+        .map_err(|e| e.to_string())?;
+    Ok(client)
 }
 
 /// etcd did not answer a call within its deadline.

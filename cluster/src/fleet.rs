@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, ConnectOptions, EventType, PutOptions, WatchOptions};
+use etcd_client::{Client, EventType, PutOptions, WatchOptions};
 use fairshare_service::config::ServeConfig;
 use fairshare_service::replica::{Membership, Publication, Replica, ReplicaError, Role, Synced};
 use serde::{Deserialize, Serialize};
@@ -274,10 +274,9 @@ pub fn measure(run: &FleetRun) -> Result<FleetReport, ControllerBenchError> {
         .block_on(async {
             let mut out = Vec::new();
             for _ in 0..connections {
-                let connect = ConnectOptions::new().with_connect_timeout(Duration::from_secs(10));
-                out.push(Client::connect(&run.endpoints, Some(connect)).await?);
+                out.push(crate::etcd::connect(&run.endpoints, Duration::from_secs(10), false).await?);
             }
-            Ok::<_, etcd_client::Error>(out)
+            Ok::<_, String>(out)
         })
         .map_err(start_error)?;
     let mut by_host: Vec<Vec<String>> = vec![Vec::new(); hosts];

@@ -484,17 +484,15 @@ impl LivePool {
             return;
         }
         let a = self.offload.allocator();
-        let shares = self.config.shares(&self.members.weights);
-        let tenants = self
-            .names
+        let tenants = a
+            .users()
             .iter()
             .zip(a.allocations())
-            .zip(shares)
-            .map(|((name, &slices), (_, guaranteed))| Allotted {
-                name: name.clone(),
+            .map(|(user, &slices)| Allotted {
+                name: user.name.clone(),
                 slices,
-                guaranteed,
-                selector: self.members.matches.get(name).cloned(),
+                guaranteed: user.guaranteed,
+                selector: self.members.matches.get(&user.name).cloned(),
             })
             .collect();
         let publication = Publication {
