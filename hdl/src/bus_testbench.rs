@@ -105,7 +105,10 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
         }
     }
 
+    /// One clock edge; inputs set since the last settle are settled first (see
+    /// `EngineSim::tick`: a change made with the clock would race it).
     fn edge(&mut self) {
+        self.settle();
         self.uut.clock.next = true.into();
         self.settle();
         self.uut.clock.next = false.into();

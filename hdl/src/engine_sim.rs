@@ -152,8 +152,12 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         }
     }
 
-    /// One clock cycle: inputs set by the caller are sampled at the rising edge.
+    /// One clock cycle: inputs set by the caller are settled first, as a testbench
+    /// sets them between edges, then sampled at the rising edge. (RustHDL moves a
+    /// change one level of the hierarchy per delta step, the clock included: an
+    /// input changed together with the clock would race it to the flip-flops.)
     fn tick(&mut self) {
+        self.settle_inputs();
         let edge = self.trace.as_mut().map_or(0, |t| {
             t.edges += 1;
             t.edges * TRACE_PERIOD_PS
