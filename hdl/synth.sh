@@ -174,13 +174,13 @@ ecp5_shape() {
   done
   # The accumulators register their operand beside their adder or comparison
   # (hdl/src/reduce.rs), and each count unit its `run` beside its clamp; the sums and
-  # key ranges of A and B are given the same operand (from copies, `nfs6_?`, `end6_?`),
+  # key ranges of A and B are given the same operand (from copies, `nfs6`, `end6`),
   # the count units the same run, and one merged register would drive them all from
-  # between them, too far from each.
+  # between them, too far from each (a key range is hdl/src/key_range.rs).
   # `ns5` and `nr5` too: Yosys merges an unkept register into a kept one with the same
   # input, which would make one key range's copy of the run drive the banks as well.
-  for reg in 'sum_?$?$xr' 'nfirst_?$xr' 'end_?$xr' 'count$?$run_r' 'nfs6_?' 'end6_?' \
-    'key_start5$?' 'key_run5$?' ns5 nr5; do
+  for reg in 'sum_?$?$xr' 'range_?$low$xr' 'range_?$high$xr' 'count$?$run_r' 'range_?$nfs6' \
+    'range_?$end6' 'range_?$start5' 'range_?$run5' ns5 nr5; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine
@@ -304,6 +304,12 @@ ecp5_part() {
     case "$top" in engine | device | weighted-count) ;; *) echo "bad shape $s: TOP is engine, device or weighted-count" >&2; exit 2 ;; esac
     ecp5_shape "$top" "$users" "$lanes" "$speed"
   done
+  # Synthesis only, or no run recorded here (a clean target/: the rows would all be
+  # dropped): the section stays as it is.
+  if [ "${ECP5_SYNTH_ONLY:-0}" = 1 ] || ! compgen -G "$ecp5_dir/runs/*.meta" > /dev/null; then
+    section "$report" "## ECP5" > "$work/ecp5.md"
+    return 0
+  fi
   # Every row again from its run's logs, so that the table follows this script.
   mkdir -p "$ecp5_dir/rows"
   rm -f "$ecp5_dir"/rows/*.row

@@ -159,6 +159,148 @@ impl Logic for GrantCell {
     }
 }
 
+/// The network of `P` cells and the slices left at each threshold: the engine's
+/// FINAL tie-break. `rest_a`/`rest_b` are loaded with the searches' slices to give at
+/// their thresholds (`load_rest`), and every issued row's users at a threshold are taken
+/// off them as the row leaves the network, so that the next row is compared with what
+/// the rows before it left.
+#[derive(LogicBlock)]
+pub struct GrantNetwork<const P: usize> {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Load `rest_a_in` and `rest_b_in` (FINAL starts).
+    pub load_rest: Signal<In, Bit>,
+    /// Slices to give at threshold A.
+    pub rest_a_in: Signal<In, Bits<32>>,
+    /// Slices to give at threshold B.
+    pub rest_b_in: Signal<In, Bits<32>>,
+    /// A row is issued to the lanes (its `at_*` come [`crate::lane::AT_CYCLE`] cycles later).
+    pub issue: Signal<In, Bit>,
+    /// Each lane's key is at threshold A.
+    pub at_a: [Signal<In, Bit>; P],
+    /// Each lane's key is at threshold B.
+    pub at_b: [Signal<In, Bit>; P],
+    /// Each lane's user takes one more slice ([`LATENCY`] cycles after its `at_*`).
+    pub grant: [Signal<Out, Bit>; P],
+    cells: [GrantCell; P],
+    /// Bit `k`: the row issued `k + 1` cycles ago.
+    issued: DFF<Bits<16>>,
+    rest_a: DFF<Bits<32>>,
+    rest_b: DFF<Bits<32>>,
+    rest_a_big: DFF<Bit>,
+    rest_b_big: DFF<Bit>,
+    rest_a_low: DFF<Bits<6>>,
+    rest_b_low: DFF<Bits<6>>,
+    row_pop_a: Signal<Local, Bits<6>>,
+    row_pop_b: Signal<Local, Bits<6>>,
+    pop_a: Signal<Local, Bits<32>>,
+    pop_b: Signal<Local, Bits<32>>,
+    /// The bit of `issued` of the row whose threshold users leave the network.
+    rest_update: Constant<Bits<16>>,
+}
+
+impl<const P: usize> Default for GrantNetwork<P> {
+    fn default() -> Self {
+        GrantNetwork {
+            clock: Default::default(),
+            load_rest: Default::default(),
+            rest_a_in: Default::default(),
+            rest_b_in: Default::default(),
+            issue: Default::default(),
+            at_a: array_init::array_init(|_| Default::default()),
+            at_b: array_init::array_init(|_| Default::default()),
+            grant: array_init::array_init(|_| Default::default()),
+            cells: array_init::array_init(|_| Default::default()),
+            issued: Default::default(),
+            rest_a: Default::default(),
+            rest_b: Default::default(),
+            rest_a_big: Default::default(),
+            rest_b_big: Default::default(),
+            rest_a_low: Default::default(),
+            rest_b_low: Default::default(),
+            row_pop_a: Default::default(),
+            row_pop_b: Default::default(),
+            pop_a: Default::default(),
+            pop_b: Default::default(),
+            rest_update: Constant::new(Bits::<16>::from(1u64 << (crate::lane::AT_CYCLE + LEVELS))),
+        }
+    }
+}
+
+impl<const P: usize> Logic for GrantNetwork<P> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, issued, rest_a, rest_b, rest_a_big, rest_b_big, rest_a_low, rest_b_low);
+        // The slices left at each threshold, less the users at it in each row that
+        // leaves the network (the last cell's inclusive count is the row's).
+        self.issued.d.next = (self.issued.q.val() << 1).replace_bit(0, self.issue.val());
+        for i in (P - 1)..P {
+            self.row_pop_a.next = self.cells[i].incl_a.val();
+            self.row_pop_b.next = self.cells[i].incl_b.val();
+        }
+        self.pop_a.next = bit_cast::<32, 6>(self.row_pop_a.val());
+        self.pop_b.next = bit_cast::<32, 6>(self.row_pop_b.val());
+        self.rest_a_big.d.next = self.rest_a.q.val() >= 64;
+        self.rest_b_big.d.next = self.rest_b.q.val() >= 64;
+        self.rest_a_low.d.next = self.rest_a.q.val().get_bits::<6>(0);
+        self.rest_b_low.d.next = self.rest_b.q.val().get_bits::<6>(0);
+        if (self.issued.q.val() & self.rest_update.val()) != 0 {
+            self.rest_a.d.next = 0.into();
+            if self.rest_a.q.val() > self.pop_a.val() {
+                self.rest_a.d.next = self.rest_a.q.val() - self.pop_a.val();
+            }
+            self.rest_b.d.next = 0.into();
+            if self.rest_b.q.val() > self.pop_b.val() {
+                self.rest_b.d.next = self.rest_b.q.val() - self.pop_b.val();
+            }
+        }
+        if self.load_rest.val() {
+            self.rest_a.d.next = self.rest_a_in.val();
+            self.rest_b.d.next = self.rest_b_in.val();
+        }
+        for i in 0..P {
+            self.cells[i].clock.next = self.clock.val();
+            self.cells[i].at_a.next = self.at_a[i].val();
+            self.cells[i].at_b.next = self.at_b[i].val();
+            self.cells[i].rest_a_big.next = self.rest_a_big.q.val();
+            self.cells[i].rest_b_big.next = self.rest_b_big.q.val();
+            self.cells[i].rest_a_low.next = self.rest_a_low.q.val();
+            self.cells[i].rest_b_low.next = self.rest_b_low.q.val();
+            self.cells[i].nb_a1.next = 0.into();
+            self.cells[i].nb_a2.next = 0.into();
+            self.cells[i].nb_a3.next = 0.into();
+            self.cells[i].nb_a4.next = 0.into();
+            self.cells[i].nb_a5.next = 0.into();
+            self.cells[i].nb_b1.next = 0.into();
+            self.cells[i].nb_b2.next = 0.into();
+            self.cells[i].nb_b3.next = 0.into();
+            self.cells[i].nb_b4.next = 0.into();
+            self.cells[i].nb_b5.next = 0.into();
+            self.grant[i].next = self.cells[i].grant.val();
+        }
+        for i in 1..P {
+            self.cells[i].nb_a1.next = self.cells[i - 1].lv_a0.val();
+            self.cells[i].nb_b1.next = self.cells[i - 1].lv_b0.val();
+        }
+        for i in 2..P {
+            self.cells[i].nb_a2.next = self.cells[i - 2].lv_a1.val();
+            self.cells[i].nb_b2.next = self.cells[i - 2].lv_b1.val();
+        }
+        for i in 4..P {
+            self.cells[i].nb_a3.next = self.cells[i - 4].lv_a2.val();
+            self.cells[i].nb_b3.next = self.cells[i - 4].lv_b2.val();
+        }
+        for i in 8..P {
+            self.cells[i].nb_a4.next = self.cells[i - 8].lv_a3.val();
+            self.cells[i].nb_b4.next = self.cells[i - 8].lv_b3.val();
+        }
+        for i in 16..P {
+            self.cells[i].nb_a5.next = self.cells[i - 16].lv_a4.val();
+            self.cells[i].nb_b5.next = self.cells[i - 16].lv_b4.val();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +418,65 @@ mod tests {
             // Both outcomes were seen many times: lanes at a threshold served and refused.
             assert!(granted > 100 && (p < 2 || refused > 100), "P {p}: {granted} granted, {refused} refused");
         }
+    }
+
+    /// The network as the engine drives it: the slices left at each threshold loaded,
+    /// then rows issued back to back, each row's `at_*` `AT_CYCLE` cycles after its
+    /// issue; every grant against the definition of the tie-break over the whole pass:
+    /// the users at a threshold, in index order across the rows, take one slice each
+    /// while slices are left there.
+    #[test]
+    fn the_network_gives_the_slices_left_to_the_lowest_indices_across_rows() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut net = GrantNetwork::<5>::default();
+        net.connect_all();
+        let p = 5;
+        let at = crate::lane::AT_CYCLE;
+        let (mut granted, mut refused) = (0, 0);
+        for pass in 0..200 {
+            let rows = rng.gen_range(1..12);
+            let density = rng.gen_range(0.0..1.0);
+            let at_a: Vec<Vec<bool>> = (0..rows).map(|_| (0..p).map(|_| rng.gen_bool(density)).collect()).collect();
+            let at_b: Vec<Vec<bool>> =
+                (0..rows).map(|_| (0..p).map(|_| rng.gen_bool(density / 2.0)).collect()).collect();
+            let total_a: u64 = at_a.iter().flatten().filter(|&&x| x).count() as u64;
+            let rest_a = if rng.gen_bool(0.1) { rng.gen_range(64..100) } else { rng.gen_range(0..=total_a + 1) };
+            let rest_b = rng.gen_range(0..=p as u64 * 2);
+            // The definition: running counts over the pass in index order.
+            let mut want = vec![vec![false; p]; rows];
+            let (mut seen_a, mut seen_b) = (0u64, 0u64);
+            for r in 0..rows {
+                for i in 0..p {
+                    seen_a += u64::from(at_a[r][i]);
+                    seen_b += u64::from(at_b[r][i]);
+                    want[r][i] = (at_a[r][i] && seen_a <= rest_a) || (at_b[r][i] && seen_b <= rest_b);
+                }
+            }
+            // Cycle 0 loads the rests; rows are issued from cycle 2.
+            let issue = |t: usize| (2..2 + rows).contains(&t).then(|| t - 2);
+            for t in 0..2 + rows + at + LATENCY + 2 {
+                net.load_rest.next = t == 0;
+                net.rest_a_in.next = rest_a.into();
+                net.rest_b_in.next = rest_b.into();
+                net.issue.next = issue(t).is_some();
+                let row = t.checked_sub(at).and_then(issue);
+                for i in 0..p {
+                    net.at_a[i].next = row.is_some_and(|r| at_a[r][i]);
+                    net.at_b[i].next = row.is_some_and(|r| at_b[r][i]);
+                }
+                assert!(simulate(&mut net, 1000));
+                if let Some(r) = t.checked_sub(at + LATENCY).and_then(issue) {
+                    let got: Vec<bool> = (0..p).map(|i| net.grant[i].val()).collect();
+                    assert_eq!(got, want[r], "pass {pass}, row {r} of {at_a:?} / {at_b:?}, rests {rest_a} {rest_b}");
+                    granted += want[r].iter().filter(|&&g| g).count();
+                    refused += (0..p).filter(|&i| (at_a[r][i] || at_b[r][i]) && !want[r][i]).count();
+                }
+                net.clock.next = true.into();
+                assert!(simulate(&mut net, 1000));
+                net.clock.next = false.into();
+                assert!(simulate(&mut net, 1000));
+            }
+        }
+        assert!(granted > 500 && refused > 500, "{granted} granted, {refused} refused");
     }
 }

@@ -21,7 +21,11 @@
 //! than one lane in a cycle.
 
 use crate::count_lane::{CountLane, PROBES};
-use crate::reduce::{MaxAcc, SatAcc};
+use crate::key_range::KeyRange;
+use crate::lane_banks::LaneBanks;
+use crate::reduce::SatAcc;
+use crate::run_rule::RunRule;
+use crate::tie_break::TieBreak;
 use rust_hdl::prelude::*;
 
 /// Modes of the `mode` input: the device ABI's (`fairshare_abi::mode`).
@@ -55,7 +59,7 @@ pub const GRANT_CYCLE: usize = AT_CYCLE + crate::grant::LATENCY;
 /// Cycles from a row's step to its FINAL writes.
 pub const FINAL_LATENCY: usize = GRANT_CYCLE + 1;
 /// FINAL's delay line, from the cycle after [`AT_CYCLE`] to [`GRANT_CYCLE`].
-const DELAY: usize = GRANT_CYCLE - AT_CYCLE;
+pub(crate) const DELAY: usize = GRANT_CYCLE - AT_CYCLE;
 
 /// One lane; `A` address bits per RAM bank (2^A users per lane).
 #[derive(LogicBlock)]
@@ -170,11 +174,7 @@ pub struct EngineLane<const A: usize> {
     pub alloc: Signal<Out, Bits<32>>,
     /// The credit bank at the row counter, or at `credit_row` while the engine is not busy.
     pub credit: Signal<Out, Bits<32>>,
-    credit_ram: RAM<Bits<32>, A>,
-    start_ram: RAM<Bits<32>, A>,
-    run_ram: RAM<Bits<32>, A>,
-    base_ram: RAM<Bits<32>, A>,
-    kind_ram: RAM<Bits<3>, A>,
+    banks: LaneBanks<A>,
     row_ctr: DFF<Bits<A>>,
     wr_ctr: DFF<Bits<A>>,
     valid: DFF<Bits<16>>,
@@ -237,48 +237,20 @@ pub struct EngineLane<const A: usize> {
     nk5: DFF<Bits<2>>,
     ns5: DFF<Bits<32>>,
     nr5: DFF<Bits<32>>,
-    /// `ns5` and `nr5` again, a copy for the key ranges of A (0) and of B (1): with one
-    /// register the synthesis merges the two ranges' end adders into one placed between
-    /// them, too far from both (docs/engine.md).
-    key_start5: [DFF<Bits<32>>; 2],
-    key_run5: [DFF<Bits<32>>; 2],
     nb5: DFF<Bits<32>>,
     ne5: DFF<Bits<2>>,
     ok5: DFF<Bit>,
-    // Stage 6 (LOAD): key ranges.
-    /// The run's complemented start and its end, a copy for the key ranges of each
-    /// search (hdl/synth.sh keeps them): each drives its maximum's register and both its
-    /// comparisons.
-    nfs6_a: DFF<Bits<32>>,
-    end6_a: DFF<Bits<32>>,
-    nfs6_b: DFF<Bits<32>>,
-    end6_b: DFF<Bits<32>>,
-    /// The row's run extends search A's key ranges (`take_b6`: B's), decided from
-    /// stage 5 so that the maximums are given a flag from a flip-flop.
-    take_a6: DFF<Bit>,
-    take_b6: DFF<Bit>,
-    // FINAL: results without the tie-break slice, delayed until `grant`.
-    al_d: [DFF<Bits<32>>; DELAY],
-    cd_d: [DFF<Bits<32>>; DELAY],
-    /// Bit 0 a grant adds to the allocation, 1 to the credits, 2 takes from the
-    /// credits, 3 the user exists.
-    fl_d: [DFF<Bits<4>>; DELAY],
-    /// The last delay stage's allocation plus one and credits plus and minus one,
-    /// computed beside it, so that `grant` only selects (no carry chain after it).
-    al_up: DFF<Bits<32>>,
-    cd_up: DFF<Bits<32>>,
-    cd_dn: DFF<Bits<32>>,
-    alloc_f: DFF<Bits<32>>,
-    credit_f: DFF<Bits<32>>,
-    ok_f: DFF<Bit>,
     err: DFF<Bits<2>>,
+    /// Stage 4 (LOAD): the user's kind, run, base allocation and errors.
+    rule: RunRule,
+    /// Stages 5 and 6 (LOAD): the key ranges of search A and of search B.
+    range_a: KeyRange,
+    range_b: KeyRange,
+    /// FINAL: the result, delayed until `grant`, and the tie-break slice.
+    tie_break: TieBreak,
     count: [CountLane; PROBES],
     sum_a: [SatAcc; PROBES],
     sum_b: [SatAcc; PROBES],
-    nfirst_a: MaxAcc,
-    end_a: MaxAcc,
-    nfirst_b: MaxAcc,
-    end_b: MaxAcc,
     /// Bits of `valid` (bit `k`: the row stepped `k + 1` cycles ago) for SEARCH's sums,
     /// LOAD's writes, sums and key-range flags, and FINAL's writes.
     search_bit: Constant<Bits<16>>,
@@ -296,12 +268,7 @@ pub struct EngineLane<const A: usize> {
     fin: Signal<Local, Bit>,
     borrower3: Signal<Local, Bit>,
     donor3: Signal<Local, Bit>,
-    taken4: Signal<Local, Bits<32>>,
-    /// Stage 4 (LOAD): the user's run, its start and length.
-    start4: Signal<Local, Bits<32>>,
-    run4: Signal<Local, Bits<32>>,
     reach3: Signal<Local, Bits<32>>,
-    credit_error: Signal<Local, Bit>,
     search_row: Signal<Local, Bit>,
     load_write: Signal<Local, Bit>,
     /// A LOAD row in stage 5 (`load_write`) of kind A (1) or B (2): its run adds to
@@ -380,11 +347,7 @@ impl<const A: usize> EngineLane<A> {
             at_b: Default::default(),
             alloc: Default::default(),
             credit: Default::default(),
-            credit_ram: Default::default(),
-            start_ram: Default::default(),
-            run_ram: Default::default(),
-            base_ram: Default::default(),
-            kind_ram: Default::default(),
+            banks: Default::default(),
             row_ctr: Default::default(),
             wr_ctr: Default::default(),
             valid: Default::default(),
@@ -430,34 +393,17 @@ impl<const A: usize> EngineLane<A> {
             nk5: Default::default(),
             ns5: Default::default(),
             nr5: Default::default(),
-            key_start5: array_init::array_init(|_| Default::default()),
-            key_run5: array_init::array_init(|_| Default::default()),
             nb5: Default::default(),
             ne5: Default::default(),
             ok5: Default::default(),
-            nfs6_a: Default::default(),
-            end6_a: Default::default(),
-            nfs6_b: Default::default(),
-            end6_b: Default::default(),
-            take_a6: Default::default(),
-            take_b6: Default::default(),
-            al_d: array_init::array_init(|_| Default::default()),
-            cd_d: array_init::array_init(|_| Default::default()),
-            fl_d: array_init::array_init(|_| Default::default()),
-            al_up: Default::default(),
-            cd_up: Default::default(),
-            cd_dn: Default::default(),
-            alloc_f: Default::default(),
-            credit_f: Default::default(),
-            ok_f: Default::default(),
             err: Default::default(),
+            rule: Default::default(),
+            range_a: Default::default(),
+            range_b: Default::default(),
+            tie_break: Default::default(),
             count: array_init::array_init(|_| Default::default()),
             sum_a: array_init::array_init(|_| Default::default()),
             sum_b: array_init::array_init(|_| Default::default()),
-            nfirst_a: Default::default(),
-            end_a: Default::default(),
-            nfirst_b: Default::default(),
-            end_b: Default::default(),
             karma: Default::default(),
             maxmin: Default::default(),
             load: Default::default(),
@@ -466,11 +412,7 @@ impl<const A: usize> EngineLane<A> {
             borrower2: array_init::array_init(|_| Default::default()),
             borrower3: Default::default(),
             donor3: Default::default(),
-            taken4: Default::default(),
-            start4: Default::default(),
-            run4: Default::default(),
             reach3: Default::default(),
-            credit_error: Default::default(),
             search_row: Default::default(),
             load_write: Default::default(),
             load_a5: Default::default(),
@@ -486,19 +428,9 @@ impl<const A: usize> Logic for EngineLane<A> {
         dff_setup!(
             self, clock, row_ctr, wr_ctr, valid, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand, ok1,
             cr2, st2, rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4,
-            kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, nfs6_a, end6_a,
-            nfs6_b, end6_b, take_a6, take_b6, al_up, cd_up, cd_dn, alloc_f, credit_f, ok_f, err
+            kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err
         );
-        self.credit_ram.read_clock.next = self.clock.val();
-        self.credit_ram.write_clock.next = self.clock.val();
-        self.start_ram.read_clock.next = self.clock.val();
-        self.start_ram.write_clock.next = self.clock.val();
-        self.run_ram.read_clock.next = self.clock.val();
-        self.run_ram.write_clock.next = self.clock.val();
-        self.base_ram.read_clock.next = self.clock.val();
-        self.base_ram.write_clock.next = self.clock.val();
-        self.kind_ram.read_clock.next = self.clock.val();
-        self.kind_ram.write_clock.next = self.clock.val();
+        self.banks.clock.next = self.clock.val();
         for j in 0..PROBES {
             self.pa[j].clock.next = self.clock.val();
             self.borrower2[j].clock.next = self.clock.val();
@@ -507,24 +439,9 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.sum_a[j].clock.next = self.clock.val();
             self.sum_b[j].clock.next = self.clock.val();
         }
-        for k in 0..2 {
-            self.key_start5[k].clock.next = self.clock.val();
-            self.key_run5[k].clock.next = self.clock.val();
-        }
-        for k in 0..DELAY {
-            self.al_d[k].clock.next = self.clock.val();
-            self.cd_d[k].clock.next = self.clock.val();
-            self.fl_d[k].clock.next = self.clock.val();
-        }
-        for k in 1..DELAY {
-            self.al_d[k].d.next = self.al_d[k - 1].q.val();
-            self.cd_d[k].d.next = self.cd_d[k - 1].q.val();
-            self.fl_d[k].d.next = self.fl_d[k - 1].q.val();
-        }
-        self.nfirst_a.clock.next = self.clock.val();
-        self.end_a.clock.next = self.clock.val();
-        self.nfirst_b.clock.next = self.clock.val();
-        self.end_b.clock.next = self.clock.val();
+        self.range_a.clock.next = self.clock.val();
+        self.range_b.clock.next = self.clock.val();
+        self.tie_break.clock.next = self.clock.val();
 
         // The lane's copy of the engine's `busy` (see `start`).
         self.busy_l.d.next = (!self.busy_l.q.val() & self.start.val()) | self.active.val();
@@ -562,25 +479,23 @@ impl<const A: usize> Logic for EngineLane<A> {
 
         // Banks: read at the row counter (the credit bank at `credit_row` while not busy),
         // written at the write counter.
-        self.credit_ram.read_address.next = self.row_ctr.q.val();
-        if !self.busy_l.q.val() {
-            self.credit_ram.read_address.next = self.credit_row.val();
-        }
-        self.start_ram.read_address.next = self.row_ctr.q.val();
-        self.run_ram.read_address.next = self.row_ctr.q.val();
-        self.base_ram.read_address.next = self.row_ctr.q.val();
-        self.kind_ram.read_address.next = self.row_ctr.q.val();
-        self.alloc.next = self.base_ram.read_data.val();
-        self.credit.next = self.credit_ram.read_data.val();
+        self.banks.busy.next = self.busy_l.q.val();
+        self.banks.row.next = self.row_ctr.q.val();
+        self.banks.write_row.next = self.wr_ctr.q.val();
+        self.banks.port_row.next = self.credit_row.val();
+        self.banks.port_write.next = self.credit_write.val();
+        self.banks.port_credit.next = self.host_credit.val();
+        self.alloc.next = self.banks.base.val();
+        self.credit.next = self.banks.credit.val();
 
         // Stage 1: the banks' outputs and the beat, registered.
-        self.cr2.d.next = self.credit_ram.read_data.val();
-        self.st2.d.next = self.start_ram.read_data.val();
-        self.rn2.d.next = self.run_ram.read_data.val();
-        self.bs2.d.next = self.base_ram.read_data.val();
-        self.kd2.d.next = self.kind_ram.read_data.val();
+        self.cr2.d.next = self.banks.credit.val();
+        self.st2.d.next = self.banks.start.val();
+        self.rn2.d.next = self.banks.run.val();
+        self.bs2.d.next = self.banks.base.val();
+        self.kd2.d.next = self.banks.kind.val();
         for j in 0..PROBES {
-            self.borrower2[j].d.next = self.kind_ram.read_data.val().get_bits::<2>(0) == 1;
+            self.borrower2[j].d.next = self.banks.kind.val().get_bits::<2>(0) == 1;
         }
         self.dm2.d.next = self.demand.q.val();
         self.ok2.d.next = self.ok1.q.val();
@@ -637,80 +552,41 @@ impl<const A: usize> Logic for EngineLane<A> {
             .replace_bit(1, self.c1_3.q.val().get_bit(31))
             .replace_bit(2, self.reach3.val().get_bit(31));
 
-        // Stage 4 (LOAD): the user's kind, run and base allocation; the balance must be
-        // below 2^31 (so `c1` cannot wrap), and so must every balance this quantum can
-        // produce: `c1`, and a donor's `c1` plus everything it could earn. Borrowers
-        // only lose credits.
-        self.nk5.d.next = 0.into();
-        self.start4.next = 0.into();
-        self.run4.next = 0.into();
-        self.nb5.d.next = 0.into();
-        self.credit_error.next = false;
-        if self.karma.val() {
-            if self.fl4.q.val().get_bit(0) {
-                self.nk5.d.next = 2.into();
-                self.start4.next = self.c1_4.q.val();
-                self.run4.next = self.gmd4.q.val();
-                self.nb5.d.next = self.dm4.q.val();
-            } else {
-                self.nb5.d.next = self.g_l.q.val();
-                if self.fl4.q.val().get_bit(1) & self.cf4.q.val().get_bit(0) {
-                    self.nk5.d.next = 1.into();
-                    self.start4.next = !self.c1_4.q.val();
-                    self.run4.next = self.brun4.q.val();
-                }
-            }
-            self.credit_error.next = self.fl4.q.val().get_bit(3)
-                | self.cf4.q.val().get_bit(1)
-                | (self.fl4.q.val().get_bit(0) & self.cf4.q.val().get_bit(2));
-        } else if self.maxmin.val() {
-            self.nk5.d.next = 2.into();
-            self.start4.next = 1.into();
-            self.run4.next = self.dm4.q.val();
-        } else if self.fl4.q.val().get_bit(2) {
-            self.nb5.d.next = self.dm4.q.val();
-        } else {
-            self.nb5.d.next = self.fair_l.q.val();
-        }
+        // Stage 4 (LOAD): the user's kind, run, base allocation and errors; the run is
+        // stored (`ns5`, `nr5`) and each search's key range takes its own copy.
+        self.rule.karma.next = self.karma.val();
+        self.rule.maxmin.next = self.maxmin.val();
+        self.rule.flags.next = self.fl4.q.val();
+        self.rule.credit_flags.next = self.cf4.q.val();
+        self.rule.c1.next = self.c1_4.q.val();
+        self.rule.given.next = self.gmd4.q.val();
+        self.rule.wanted.next = self.brun4.q.val();
+        self.rule.demand.next = self.dm4.q.val();
+        self.rule.guaranteed.next = self.g_l.q.val();
+        self.rule.fair.next = self.fair_l.q.val();
+        self.nk5.d.next = self.rule.kind.val();
+        self.ns5.d.next = self.rule.start.val();
+        self.nr5.d.next = self.rule.run.val();
+        self.nb5.d.next = self.rule.base.val();
+        self.ne5.d.next = self.rule.error.val();
         self.ok5.d.next = self.fl4.q.val().get_bit(5);
-        if !self.fl4.q.val().get_bit(5) {
-            self.nk5.d.next = 0.into();
-            self.run4.next = 0.into();
-            self.nb5.d.next = 0.into();
-        }
-        // The run, and a copy of it for each search's key ranges (hdl/synth.sh keeps
-        // them): each copy feeds only its own end adder, take flag and maximums.
-        self.ns5.d.next = self.start4.val();
-        self.nr5.d.next = self.run4.val();
-        for k in 0..2 {
-            self.key_start5[k].d.next = self.start4.val();
-            self.key_run5[k].d.next = self.run4.val();
-        }
-        self.ne5.d.next = bits::<2>(0)
-            .replace_bit(0, self.fl4.q.val().get_bit(5) & self.fl4.q.val().get_bit(4))
-            .replace_bit(1, self.fl4.q.val().get_bit(5) & self.credit_error.val());
+        self.range_a.start.next = self.rule.start.val();
+        self.range_a.run.next = self.rule.run.val();
+        self.range_b.start.next = self.rule.start.val();
+        self.range_b.run.next = self.rule.run.val();
 
         // Stage 4 (FINAL): the keys below the threshold are taken; the tie-break slice
         // comes later (`grant`).
         self.at_a.next = self.count[0].at.val() & self.borrower4.q.val();
         self.at_b.next = self.count[0].at.val() & self.donor4.q.val();
-        self.taken4.next = 0.into();
-        if self.take4.q.val() {
-            self.taken4.next = self.count[0].count.val();
-        }
-        self.al_d[0].d.next = self.bs4.q.val() + self.taken4.val();
-        self.cd_d[0].d.next = self.c1_4.q.val();
-        if self.spend4.q.val() {
-            self.cd_d[0].d.next = self.c1_4.q.val() - self.count[0].count.val();
-        }
-        if self.earn4.q.val() {
-            self.cd_d[0].d.next = self.c1_4.q.val() + self.count[0].count.val();
-        }
-        self.fl_d[0].d.next = bits::<4>(0)
-            .replace_bit(0, self.take4.q.val())
-            .replace_bit(1, self.earn4.q.val())
-            .replace_bit(2, self.spend4.q.val())
-            .replace_bit(3, self.kd4.q.val().get_bit(2));
+        self.tie_break.base.next = self.bs4.q.val();
+        self.tie_break.c1.next = self.c1_4.q.val();
+        self.tie_break.count.next = self.count[0].count.val();
+        self.tie_break.take.next = self.take4.q.val();
+        self.tie_break.earn.next = self.earn4.q.val();
+        self.tie_break.spend.next = self.spend4.q.val();
+        self.tie_break.exists_in.next = self.kd4.q.val().get_bit(2);
+        self.tie_break.grant.next = self.grant.val();
 
         // SEARCH (cycle 4) and LOAD (cycle 5): sums; LOAD (cycle 6): key ranges (each
         // accumulator registers what it is given, `crate::reduce::LATENCY`).
@@ -750,82 +626,35 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.err.d.next = self.err.q.val() | self.ne5.q.val();
         }
         self.err_out.next = self.err.q.val();
-        self.nfs6_a.d.next = !self.key_start5[0].q.val();
-        self.end6_a.d.next = self.key_start5[0].q.val() + self.key_run5[0].q.val();
-        self.nfs6_b.d.next = !self.key_start5[1].q.val();
-        self.end6_b.d.next = self.key_start5[1].q.val() + self.key_run5[1].q.val();
-        self.take_a6.d.next = self.load_a5.val() & (self.key_run5[0].q.val() != 0);
-        self.take_b6.d.next = self.load_b5.val() & (self.key_run5[1].q.val() != 0);
-        self.nfirst_a.x.next = self.nfs6_a.q.val();
-        self.end_a.x.next = self.end6_a.q.val();
-        self.nfirst_b.x.next = self.nfs6_b.q.val();
-        self.end_b.x.next = self.end6_b.q.val();
-        self.nfirst_a.take.next = self.take_a6.q.val();
-        self.end_a.take.next = self.take_a6.q.val();
-        self.nfirst_b.take.next = self.take_b6.q.val();
-        self.end_b.take.next = self.take_b6.q.val();
-        self.nfirst_a.shift.next = self.shift_l.q.val();
-        self.end_a.shift.next = self.shift_l.q.val();
-        self.nfirst_b.shift.next = self.shift_l.q.val();
-        self.end_b.shift.next = self.shift_l.q.val();
-        self.nfirst_a.shift_in.next = self.nfirst_a_in.val();
-        self.end_a.shift_in.next = self.end_a_in.val();
-        self.nfirst_b.shift_in.next = self.nfirst_b_in.val();
-        self.end_b.shift_in.next = self.end_b_in.val();
-        self.nfirst_a_out.next = self.nfirst_a.q.val();
-        self.end_a_out.next = self.end_a.q.val();
-        self.nfirst_b_out.next = self.nfirst_b.q.val();
-        self.end_b_out.next = self.end_b.q.val();
-
-        // FINAL, cycle GRANT_CYCLE: the tie-break slice (the loop only names the last
-        // element of the delay line).
-        for k in (DELAY - 1)..DELAY {
-            self.al_up.d.next = self.al_d[k - 1].q.val() + 1;
-            self.cd_up.d.next = self.cd_d[k - 1].q.val() + 1;
-            self.cd_dn.d.next = self.cd_d[k - 1].q.val() - 1;
-            self.alloc_f.d.next = self.al_d[k].q.val();
-            if self.grant.val() & self.fl_d[k].q.val().get_bit(0) {
-                self.alloc_f.d.next = self.al_up.q.val();
-            }
-            self.credit_f.d.next = self.cd_d[k].q.val();
-            if self.grant.val() & self.fl_d[k].q.val().get_bit(1) {
-                self.credit_f.d.next = self.cd_up.q.val();
-            }
-            if self.grant.val() & self.fl_d[k].q.val().get_bit(2) {
-                self.credit_f.d.next = self.cd_dn.q.val();
-            }
-            self.ok_f.d.next = self.fl_d[k].q.val().get_bit(3);
-        }
+        self.range_a.load.next = self.load_a5.val();
+        self.range_b.load.next = self.load_b5.val();
+        self.range_a.shift.next = self.shift_l.q.val();
+        self.range_b.shift.next = self.shift_l.q.val();
+        self.range_a.nfirst_in.next = self.nfirst_a_in.val();
+        self.range_a.end_in.next = self.end_a_in.val();
+        self.range_b.nfirst_in.next = self.nfirst_b_in.val();
+        self.range_b.end_in.next = self.end_b_in.val();
+        self.nfirst_a_out.next = self.range_a.nfirst_out.val();
+        self.end_a_out.next = self.range_a.end_out.val();
+        self.nfirst_b_out.next = self.range_b.nfirst_out.val();
+        self.end_b_out.next = self.range_b.end_out.val();
 
         // Writes: LOAD's runs (cycle 5), FINAL's results (cycle FINAL_LATENCY), the
         // credit port while not busy.
         self.final_write.next = self.fin.val() & ((self.valid.q.val() & self.final_bit.val()) != 0);
-        self.start_ram.write_address.next = self.wr_ctr.q.val();
-        self.run_ram.write_address.next = self.wr_ctr.q.val();
-        self.base_ram.write_address.next = self.wr_ctr.q.val();
-        self.kind_ram.write_address.next = self.wr_ctr.q.val();
-        self.start_ram.write_data.next = self.ns5.q.val();
-        self.run_ram.write_data.next = self.nr5.q.val();
-        self.kind_ram.write_data.next =
-            bits::<3>(0).replace_bit(2, self.ok5.q.val()) | bit_cast::<3, 2>(self.nk5.q.val());
-        self.base_ram.write_data.next = self.nb5.q.val();
+        self.banks.start_in.next = self.ns5.q.val();
+        self.banks.run_in.next = self.nr5.q.val();
+        self.banks.kind_in.next = bits::<3>(0).replace_bit(2, self.ok5.q.val()) | bit_cast::<3, 2>(self.nk5.q.val());
+        self.banks.base_in.next = self.nb5.q.val();
         if self.fin.val() {
-            self.base_ram.write_data.next = self.alloc_f.q.val();
+            self.banks.base_in.next = self.tie_break.alloc.val();
         }
-        self.start_ram.write_enable.next = self.load_write.val();
-        self.run_ram.write_enable.next = self.load_write.val();
-        self.kind_ram.write_enable.next = self.load_write.val();
-        self.base_ram.write_enable.next = self.load_write.val() | self.final_write.val();
+        self.banks.write_run.next = self.load_write.val();
+        self.banks.write_base.next = self.load_write.val() | self.final_write.val();
         if self.load_write.val() | self.final_write.val() {
             self.wr_ctr.d.next = self.wr_ctr.q.val() + 1;
         }
-        self.credit_ram.write_address.next = self.wr_ctr.q.val();
-        self.credit_ram.write_data.next = self.credit_f.q.val();
-        self.credit_ram.write_enable.next = self.final_write.val() & self.ok_f.q.val();
-        if !self.busy_l.q.val() {
-            self.credit_ram.write_address.next = self.credit_row.val();
-            self.credit_ram.write_data.next = self.host_credit.val();
-            self.credit_ram.write_enable.next = self.credit_write.val();
-        }
+        self.banks.credit_in.next = self.tie_break.credit.val();
+        self.banks.write_credit.next = self.final_write.val() & self.tie_break.exists.val();
     }
 }

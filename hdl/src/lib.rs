@@ -6,11 +6,14 @@
 //! searches for the borrower and donor thresholds, a final pass that writes allocations
 //! and credits; written in RustHDL and exported as Verilog.
 //!
-//! Blocks (each a struct of signals with one `update`): [`count_lane`] (a lane's
-//! counting primitive), [`lane`] (one engine lane: RAM banks, keys, results),
-//! [`search`] (the radix threshold search), [`sequencer`] (the engine's FSM),
-//! [`engine`] (the engine), [`axi_top`] (the engine behind AXI4-Lite registers and
-//! AXI-Stream ports). Drivers: [`engine_sim`]
+//! Blocks (each a struct of signals with one `update`, its test beside it): [`engine`]
+//! (the engine) with its [`settings`] (taken, checked, multiplied), [`sequencer`] (its
+//! FSM), [`search`] (the radix threshold search), [`reduce`] (accumulators and the end
+//! of the lanes' chain) and [`grant`] (FINAL's tie-break across the lanes); [`lane`] (one
+//! engine lane) with its [`lane_banks`] (RAM), [`count_lane`] (counting keys below a
+//! probe), [`run_rule`] (a user's kind and run), [`key_range`] (a search's key range) and
+//! [`tie_break`] (a user's result); [`axi_top`] (the engine behind AXI4-Lite registers
+//! and AXI-Stream ports). Drivers: [`engine_sim`]
 //! (the engine cycle by cycle, an `Accelerator`), [`bus_testbench`] (an AXI master and
 //! stream agents for the top level). [`catalog`] picks a shape at run time;
 //! [`verilog`] exports it; [`oracle`] is what the engine must compute.
@@ -20,6 +23,7 @@
 //! `fairshare-abi` and its expected results from the host library's policies; must not
 //! depend on the driver, the emulator or anything above them.
 
+pub mod axi_lite;
 pub mod axi_top;
 pub mod build;
 pub mod bus_testbench;
@@ -28,10 +32,16 @@ pub mod count_lane;
 pub mod engine;
 pub mod engine_sim;
 pub mod grant;
+pub mod key_range;
 pub mod lane;
+pub mod lane_banks;
 pub mod oracle;
+pub mod plan;
 pub mod reduce;
+pub mod run_rule;
 pub mod search;
 pub mod sequencer;
+pub mod settings;
+pub mod tie_break;
 pub mod verilog;
 pub mod weighted_count;

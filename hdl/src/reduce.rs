@@ -146,6 +146,111 @@ impl Logic for MaxAcc {
     }
 }
 
+/// The engine's end of the lanes' shift chain: what leaves lane 0 during a reduction,
+/// added up (each probe's sum of both searches) or kept as the quantum's key ranges
+/// and error bits (LOAD). The sums are cleared before each pass, the key ranges and the
+/// error bits with the quantum; a chain ends in zero, every accumulator's identity.
+#[derive(LogicBlock, Default)]
+pub struct Totals {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Lane 0's sums leave it this cycle: add them.
+    pub add: Signal<In, Bit>,
+    /// Clear the sums (a pass begins).
+    pub clear: Signal<In, Bit>,
+    /// Lane 0's key ranges and error bits leave it this cycle (LOAD): take them.
+    pub take: Signal<In, Bit>,
+    /// Clear the key ranges and error bits (a quantum begins).
+    pub clear_ranges: Signal<In, Bit>,
+    /// Lane 0's sum per probe of search A.
+    pub sum_a_in: [Signal<In, Bits<32>>; crate::count_lane::PROBES],
+    /// Lane 0's sum per probe of search B.
+    pub sum_b_in: [Signal<In, Bits<32>>; crate::count_lane::PROBES],
+    /// Lane 0's complemented lowest start of A.
+    pub nfirst_a_in: Signal<In, Bits<32>>,
+    /// Lane 0's highest end of A.
+    pub end_a_in: Signal<In, Bits<32>>,
+    /// Lane 0's complemented lowest start of B.
+    pub nfirst_b_in: Signal<In, Bits<32>>,
+    /// Lane 0's highest end of B.
+    pub end_b_in: Signal<In, Bits<32>>,
+    /// Lane 0's error bits.
+    pub errors_in: Signal<In, Bits<2>>,
+    /// The sums of search A, per probe.
+    pub sum_a: [Signal<Out, Bits<32>>; crate::count_lane::PROBES],
+    /// The sums of search B, per probe.
+    pub sum_b: [Signal<Out, Bits<32>>; crate::count_lane::PROBES],
+    /// The complement of A's lowest start.
+    pub nfirst_a: Signal<Out, Bits<32>>,
+    /// A's highest end.
+    pub end_a: Signal<Out, Bits<32>>,
+    /// The complement of B's lowest start.
+    pub nfirst_b: Signal<Out, Bits<32>>,
+    /// B's highest end.
+    pub end_b: Signal<Out, Bits<32>>,
+    /// The lanes' error bits, ORed.
+    pub errors: Signal<Out, Bits<2>>,
+    sum_a_acc: [SatAcc; crate::count_lane::PROBES],
+    sum_b_acc: [SatAcc; crate::count_lane::PROBES],
+    nfirst_a_acc: MaxAcc,
+    end_a_acc: MaxAcc,
+    nfirst_b_acc: MaxAcc,
+    end_b_acc: MaxAcc,
+    errors_r: DFF<Bits<2>>,
+}
+
+impl Logic for Totals {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, errors_r);
+        for j in 0..crate::count_lane::PROBES {
+            self.sum_a_acc[j].clock.next = self.clock.val();
+            self.sum_b_acc[j].clock.next = self.clock.val();
+            self.sum_a_acc[j].x.next = self.sum_a_in[j].val();
+            self.sum_b_acc[j].x.next = self.sum_b_in[j].val();
+            self.sum_a_acc[j].add.next = self.add.val();
+            self.sum_b_acc[j].add.next = self.add.val();
+            self.sum_a_acc[j].shift.next = self.clear.val();
+            self.sum_b_acc[j].shift.next = self.clear.val();
+            self.sum_a_acc[j].shift_in.next = 0.into();
+            self.sum_b_acc[j].shift_in.next = 0.into();
+            self.sum_a[j].next = self.sum_a_acc[j].q.val();
+            self.sum_b[j].next = self.sum_b_acc[j].q.val();
+        }
+        self.nfirst_a_acc.clock.next = self.clock.val();
+        self.end_a_acc.clock.next = self.clock.val();
+        self.nfirst_b_acc.clock.next = self.clock.val();
+        self.end_b_acc.clock.next = self.clock.val();
+        self.nfirst_a_acc.x.next = self.nfirst_a_in.val();
+        self.end_a_acc.x.next = self.end_a_in.val();
+        self.nfirst_b_acc.x.next = self.nfirst_b_in.val();
+        self.end_b_acc.x.next = self.end_b_in.val();
+        self.nfirst_a_acc.take.next = self.take.val();
+        self.end_a_acc.take.next = self.take.val();
+        self.nfirst_b_acc.take.next = self.take.val();
+        self.end_b_acc.take.next = self.take.val();
+        self.nfirst_a_acc.shift.next = self.clear_ranges.val();
+        self.end_a_acc.shift.next = self.clear_ranges.val();
+        self.nfirst_b_acc.shift.next = self.clear_ranges.val();
+        self.end_b_acc.shift.next = self.clear_ranges.val();
+        self.nfirst_a_acc.shift_in.next = 0.into();
+        self.end_a_acc.shift_in.next = 0.into();
+        self.nfirst_b_acc.shift_in.next = 0.into();
+        self.end_b_acc.shift_in.next = 0.into();
+        self.nfirst_a.next = self.nfirst_a_acc.q.val();
+        self.end_a.next = self.end_a_acc.q.val();
+        self.nfirst_b.next = self.nfirst_b_acc.q.val();
+        self.end_b.next = self.end_b_acc.q.val();
+        if self.take.val() {
+            self.errors_r.d.next = self.errors_r.q.val() | self.errors_in.val();
+        }
+        if self.clear_ranges.val() {
+            self.errors_r.d.next = 0.into();
+        }
+        self.errors.next = self.errors_r.q.val();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -202,9 +202,12 @@ pub struct Sequencer<const A: usize> {
     is_emit_start: DFF<Bit>,
     is_emit_wait: DFF<Bit>,
     is_emit_show: DFF<Bit>,
-    /// The phase as a name, for waveforms only (`sequencer.phase.q` in a trace):
-    /// nothing reads it, synthesis removes it.
-    phase: DFF<Phase>,
+    /// The quantum's status.
+    status: Status,
+    /// The engine's copies of the state.
+    decodes: Decodes,
+    /// The phase as a name, for waveforms.
+    trace: PhaseTrace,
     row: DFF<Bits<A>>,
     last_row: DFF<Bits<A>>,
     countdown: DFF<Bits<8>>,
@@ -214,30 +217,6 @@ pub struct Sequencer<const A: usize> {
     more_r: DFF<Bit>,
     /// PLAN stops the quantum: refused, or bad input (final before Plan4 reads it).
     stop_r: DFF<Bit>,
-    load_run_r: DFF<Bit>,
-    issue_r: DFF<Bit>,
-    final_issue_r: DFF<Bit>,
-    restart_r: DFF<Bit>,
-    reduce_r: DFF<Bit>,
-    clear_r: DFF<Bit>,
-    begin_r: DFF<Bit>,
-    emit_show_r: DFF<Bit>,
-    load_target_r: DFF<Bit>,
-    search_init_r: DFF<Bit>,
-    search_check_r: DFF<Bit>,
-    update1_r: DFF<Bit>,
-    update2_r: DFF<Bit>,
-    plan1_r: DFF<Bit>,
-    plan2_r: DFF<Bit>,
-    plan3_r: DFF<Bit>,
-    final_start_r: DFF<Bit>,
-    emit_start_r: DFF<Bit>,
-    /// The state is not Idle (so that `at_idle` is set from reset).
-    active_r: DFF<Bit>,
-    busy_r: DFF<Bit>,
-    done_r: DFF<Bit>,
-    error_r: DFF<Bits<4>>,
-    cycles_r: DFF<Bits<32>>,
     /// The next state, one bit per phase (`nx_active`: not Idle).
     nx_active: Signal<Local, Bit>,
     nx_begin: Signal<Local, Bit>,
@@ -274,9 +253,6 @@ pub struct Sequencer<const A: usize> {
     search_wait: Constant<Bits<8>>,
     probe_wait: Constant<Bits<8>>,
     final_wait: Constant<Bits<8>>,
-    code_demand: Constant<Bits<4>>,
-    code_credit: Constant<Bits<4>>,
-    code_capacity: Constant<Bits<4>>,
 }
 
 impl<const A: usize> Sequencer<A> {
@@ -342,7 +318,9 @@ impl<const A: usize> Sequencer<A> {
             is_emit_start: Default::default(),
             is_emit_wait: Default::default(),
             is_emit_show: Default::default(),
-            phase: Default::default(),
+            status: Default::default(),
+            decodes: Default::default(),
+            trace: Default::default(),
             row: Default::default(),
             last_row: Default::default(),
             countdown: Default::default(),
@@ -350,29 +328,6 @@ impl<const A: usize> Sequencer<A> {
             row_last_r: Default::default(),
             more_r: Default::default(),
             stop_r: Default::default(),
-            load_run_r: Default::default(),
-            issue_r: Default::default(),
-            final_issue_r: Default::default(),
-            restart_r: Default::default(),
-            reduce_r: Default::default(),
-            clear_r: Default::default(),
-            begin_r: Default::default(),
-            emit_show_r: Default::default(),
-            load_target_r: Default::default(),
-            search_init_r: Default::default(),
-            search_check_r: Default::default(),
-            update1_r: Default::default(),
-            update2_r: Default::default(),
-            plan1_r: Default::default(),
-            plan2_r: Default::default(),
-            plan3_r: Default::default(),
-            final_start_r: Default::default(),
-            emit_start_r: Default::default(),
-            active_r: Default::default(),
-            busy_r: Default::default(),
-            done_r: Default::default(),
-            error_r: Default::default(),
-            cycles_r: Default::default(),
             nx_active: Default::default(),
             nx_begin: Default::default(),
             nx_load_run: Default::default(),
@@ -408,9 +363,6 @@ impl<const A: usize> Sequencer<A> {
             search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
             probe_wait: Constant::new(Bits::<8>::from(PROBE_LATENCY as u64 - 2)),
             final_wait: Constant::new(Bits::<8>::from(FINAL_LATENCY as u64 - 1)),
-            code_demand: Constant::new(Bits::<4>::from(status::DEMAND as u64)),
-            code_credit: Constant::new(Bits::<4>::from(status::CREDIT as u64)),
-            code_capacity: Constant::new(Bits::<4>::from(status::CAPACITY as u64)),
         }
     }
 }
@@ -445,43 +397,19 @@ impl<const A: usize> Logic for Sequencer<A> {
             is_emit_start,
             is_emit_wait,
             is_emit_show,
-            phase,
             row,
             last_row,
             countdown,
             countdown_zero,
             row_last_r,
             more_r,
-            stop_r,
-            load_run_r,
-            issue_r,
-            final_issue_r,
-            restart_r,
-            reduce_r,
-            clear_r,
-            begin_r,
-            emit_show_r,
-            load_target_r,
-            search_init_r,
-            search_check_r,
-            update1_r,
-            update2_r,
-            plan1_r,
-            plan2_r,
-            plan3_r,
-            final_start_r,
-            emit_start_r,
-            active_r,
-            busy_r,
-            done_r,
-            error_r,
-            cycles_r
+            stop_r
         );
         self.taken.next = self.is_load_run.q.val() & self.in_valid.val();
         // The status's events, on the state bits beside them: `start` while not busy,
         // Begin refuses bad settings, Plan4 stops a refused or bad quantum, EmitShow
         // hands over the last row.
-        self.idle_start.next = !self.busy_r.q.val() & self.start.val();
+        self.idle_start.next = !self.status.busy.val() & self.start.val();
         self.refuse.next = self.is_begin.q.val() & (self.start_code.val() != 0);
         self.finish.next = self.refuse.val()
             | (self.is_plan4.q.val() & self.stop_r.q.val())
@@ -570,36 +498,15 @@ impl<const A: usize> Logic for Sequencer<A> {
             self.last_row.d.next = self.last_row_in.val();
         }
 
-        // `busy` follows the state a cycle late as it ends: the quantum closes in the
-        // cycle after `finish` (busy, the state Idle), so that each lane's copy of
-        // `busy`, kept by the same recurrence from registered `at_idle` and `start`
-        // (see the engine), falls with it. `start` is ignored while busy.
-        self.busy_r.d.next = self.idle_start.val() | self.is_active.q.val();
-        if self.busy_r.q.val() {
-            self.cycles_r.d.next = self.cycles_r.q.val() + 1;
-        }
-        if self.busy_r.q.val() & !self.is_active.q.val() {
-            self.done_r.d.next = true;
-        }
-        if self.idle_start.val() {
-            self.cycles_r.d.next = 1.into();
-            self.done_r.d.next = false;
-            self.error_r.d.next = 0.into();
-        }
-        if self.refuse.val() {
-            self.error_r.d.next = self.start_code.val();
-        }
-        if self.is_plan4.q.val() {
-            if self.refused.val() {
-                self.error_r.d.next = self.code_capacity.val();
-            }
-            if self.lane_errors.val() != 0 {
-                self.error_r.d.next = self.code_demand.val();
-                if self.lane_errors.val().get_bit(1) {
-                    self.error_r.d.next = self.code_credit.val();
-                }
-            }
-        }
+        // The status.
+        self.status.clock.next = self.clock.val();
+        self.status.start.next = self.start.val();
+        self.status.active.next = self.is_active.q.val();
+        self.status.refuse.next = self.refuse.val();
+        self.status.start_code.next = self.start_code.val();
+        self.status.plan4.next = self.is_plan4.q.val();
+        self.status.refused.next = self.refused.val();
+        self.status.lane_errors.next = self.lane_errors.val();
         self.is_active.d.next = self.nx_active.val();
         self.is_begin.d.next = self.nx_begin.val();
         self.is_load_run.d.next = self.nx_load_run.val();
@@ -624,76 +531,31 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.is_emit_start.d.next = self.nx_emit_start.val();
         self.is_emit_wait.d.next = self.nx_emit_wait.val();
         self.is_emit_show.d.next = self.nx_emit_show.val();
-        self.phase.d.next = Phase::Idle;
-        if self.nx_begin.val() {
-            self.phase.d.next = Phase::Begin;
-        }
-        if self.nx_load_run.val() {
-            self.phase.d.next = Phase::LoadRun;
-        }
-        if self.nx_load_drain.val() {
-            self.phase.d.next = Phase::LoadDrain;
-        }
-        if self.nx_load_reduce.val() {
-            self.phase.d.next = Phase::LoadReduce;
-        }
-        if self.nx_plan1.val() {
-            self.phase.d.next = Phase::Plan1;
-        }
-        if self.nx_plan2.val() {
-            self.phase.d.next = Phase::Plan2;
-        }
-        if self.nx_plan3.val() {
-            self.phase.d.next = Phase::Plan3;
-        }
-        if self.nx_plan4.val() {
-            self.phase.d.next = Phase::Plan4;
-        }
-        if self.nx_search_init.val() {
-            self.phase.d.next = Phase::SearchInit;
-        }
-        if self.nx_search_wait.val() {
-            self.phase.d.next = Phase::SearchWait;
-        }
-        if self.nx_search_check.val() {
-            self.phase.d.next = Phase::SearchCheck;
-        }
-        if self.nx_search_issue.val() {
-            self.phase.d.next = Phase::SearchIssue;
-        }
-        if self.nx_search_drain.val() {
-            self.phase.d.next = Phase::SearchDrain;
-        }
-        if self.nx_search_reduce.val() {
-            self.phase.d.next = Phase::SearchReduce;
-        }
-        if self.nx_update1.val() {
-            self.phase.d.next = Phase::SearchUpdate1;
-        }
-        if self.nx_update2.val() {
-            self.phase.d.next = Phase::SearchUpdate2;
-        }
-        if self.nx_final_start.val() {
-            self.phase.d.next = Phase::FinalStart;
-        }
-        if self.nx_final_wait.val() {
-            self.phase.d.next = Phase::FinalWait;
-        }
-        if self.nx_final_issue.val() {
-            self.phase.d.next = Phase::FinalIssue;
-        }
-        if self.nx_final_drain.val() {
-            self.phase.d.next = Phase::FinalDrain;
-        }
-        if self.nx_emit_start.val() {
-            self.phase.d.next = Phase::EmitStart;
-        }
-        if self.nx_emit_wait.val() {
-            self.phase.d.next = Phase::EmitWait;
-        }
-        if self.nx_emit_show.val() {
-            self.phase.d.next = Phase::EmitShow;
-        }
+        // The phase's name, for waveforms.
+        self.trace.clock.next = self.clock.val();
+        self.trace.next[0].next = self.nx_begin.val();
+        self.trace.next[1].next = self.nx_load_run.val();
+        self.trace.next[2].next = self.nx_load_drain.val();
+        self.trace.next[3].next = self.nx_load_reduce.val();
+        self.trace.next[4].next = self.nx_plan1.val();
+        self.trace.next[5].next = self.nx_plan2.val();
+        self.trace.next[6].next = self.nx_plan3.val();
+        self.trace.next[7].next = self.nx_plan4.val();
+        self.trace.next[8].next = self.nx_search_init.val();
+        self.trace.next[9].next = self.nx_search_wait.val();
+        self.trace.next[10].next = self.nx_search_check.val();
+        self.trace.next[11].next = self.nx_search_issue.val();
+        self.trace.next[12].next = self.nx_search_drain.val();
+        self.trace.next[13].next = self.nx_search_reduce.val();
+        self.trace.next[14].next = self.nx_update1.val();
+        self.trace.next[15].next = self.nx_update2.val();
+        self.trace.next[16].next = self.nx_final_start.val();
+        self.trace.next[17].next = self.nx_final_wait.val();
+        self.trace.next[18].next = self.nx_final_issue.val();
+        self.trace.next[19].next = self.nx_final_drain.val();
+        self.trace.next[20].next = self.nx_emit_start.val();
+        self.trace.next[21].next = self.nx_emit_wait.val();
+        self.trace.next[22].next = self.nx_emit_show.val();
         self.countdown.d.next = self.countdown_next.val();
         self.countdown_zero.d.next = self.countdown_next.val() == 0;
         self.row.d.next = self.row_next.val();
@@ -705,32 +567,313 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.more_r.d.next = self.more_a.val() | self.more_b.val();
         self.stop_r.d.next = self.refused.val() | (self.lane_errors.val() != 0);
         // The engine's copies of the state.
-        self.active_r.d.next = self.nx_active.val();
-        self.load_run_r.d.next = self.nx_load_run.val();
-        self.issue_r.d.next = self.nx_search_issue.val() | self.nx_final_issue.val();
-        self.final_issue_r.d.next = self.nx_final_issue.val();
-        self.restart_r.d.next =
-            !self.nx_active.val() | self.nx_search_check.val() | self.nx_final_start.val() | self.nx_emit_start.val();
-        self.reduce_r.d.next = self.nx_load_reduce.val() | self.nx_search_reduce.val();
-        self.clear_r.d.next = self.nx_begin.val() | self.nx_search_check.val();
-        self.begin_r.d.next = self.nx_begin.val();
-        self.emit_show_r.d.next = self.nx_emit_show.val();
-        self.load_target_r.d.next = self.nx_plan4.val();
-        self.search_init_r.d.next = self.nx_search_init.val();
-        self.search_check_r.d.next = self.nx_search_check.val();
-        self.update1_r.d.next = self.nx_update1.val();
-        self.update2_r.d.next = self.nx_update2.val();
-        self.plan1_r.d.next = self.nx_plan1.val();
-        self.plan2_r.d.next = self.nx_plan2.val();
-        self.plan3_r.d.next = self.nx_plan3.val();
-        self.final_start_r.d.next = self.nx_final_start.val();
-        self.emit_start_r.d.next = self.nx_emit_start.val();
+        self.decodes.clock.next = self.clock.val();
+        self.decodes.active.next = self.nx_active.val();
+        self.decodes.phase_begin.next = self.nx_begin.val();
+        self.decodes.load_run.next = self.nx_load_run.val();
+        self.decodes.load_reduce.next = self.nx_load_reduce.val();
+        self.decodes.plan1.next = self.nx_plan1.val();
+        self.decodes.plan2.next = self.nx_plan2.val();
+        self.decodes.plan3.next = self.nx_plan3.val();
+        self.decodes.plan4.next = self.nx_plan4.val();
+        self.decodes.search_init.next = self.nx_search_init.val();
+        self.decodes.search_check.next = self.nx_search_check.val();
+        self.decodes.search_issue.next = self.nx_search_issue.val();
+        self.decodes.search_reduce.next = self.nx_search_reduce.val();
+        self.decodes.update1.next = self.nx_update1.val();
+        self.decodes.update2.next = self.nx_update2.val();
+        self.decodes.final_start.next = self.nx_final_start.val();
+        self.decodes.final_issue.next = self.nx_final_issue.val();
+        self.decodes.emit_start.next = self.nx_emit_start.val();
+        self.decodes.emit_show.next = self.nx_emit_show.val();
 
         self.more_any.next = self.more_r.q.val();
+        self.busy.next = self.status.busy.val();
+        self.done.next = self.status.done.val();
+        self.error.next = self.status.error.val();
+        self.cycles.next = self.status.cycles.val();
+        self.at_idle.next = self.decodes.at_idle.val();
+        self.at_load_run.next = self.decodes.at_load_run.val();
+        self.at_issue.next = self.decodes.at_issue.val();
+        self.at_final_issue.next = self.decodes.at_final_issue.val();
+        self.at_restart.next = self.decodes.at_restart.val();
+        self.at_reduce.next = self.decodes.at_reduce.val();
+        self.at_clear.next = self.decodes.at_clear.val();
+        self.at_begin.next = self.decodes.at_begin.val();
+        self.at_emit_show.next = self.decodes.at_emit_show.val();
+        self.at_load_target.next = self.decodes.at_load_target.val();
+        self.at_search_init.next = self.decodes.at_search_init.val();
+        self.at_search_check.next = self.decodes.at_search_check.val();
+        self.at_update1.next = self.decodes.at_update1.val();
+        self.at_update2.next = self.decodes.at_update2.val();
+        self.at_plan1.next = self.decodes.at_plan1.val();
+        self.at_plan2.next = self.decodes.at_plan2.val();
+        self.at_plan3.next = self.decodes.at_plan3.val();
+        self.at_final_start.next = self.decodes.at_final_start.val();
+        self.at_emit_start.next = self.decodes.at_emit_start.val();
+    }
+}
+
+/// The quantum's status, beside the FSM: `busy` from `start` to the cycle after the
+/// state returns to Idle, `done`, the error code and the cycle count.
+#[derive(LogicBlock)]
+pub struct Status {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// `start` (taken when not busy).
+    pub start: Signal<In, Bit>,
+    /// The state is not Idle.
+    pub active: Signal<In, Bit>,
+    /// Begin refuses the settings (`start_code` is the error).
+    pub refuse: Signal<In, Bit>,
+    /// The check of the settings.
+    pub start_code: Signal<In, Bits<4>>,
+    /// The state is Plan4 (`refused` and `lane_errors` are final).
+    pub plan4: Signal<In, Bit>,
+    /// The capacity check refused the quantum.
+    pub refused: Signal<In, Bit>,
+    /// The lanes' error bits (bit 1: a credit, else a demand).
+    pub lane_errors: Signal<In, Bits<2>>,
+
+    /// See [`Sequencer::busy`].
+    pub busy: Signal<Out, Bit>,
+    /// See [`Sequencer::done`].
+    pub done: Signal<Out, Bit>,
+    /// See [`Sequencer::error`].
+    pub error: Signal<Out, Bits<4>>,
+    /// See [`Sequencer::cycles`].
+    pub cycles: Signal<Out, Bits<32>>,
+    /// `start` is taken this cycle: a quantum begins. (The sequencer computes its
+    /// own copy: an output computed from this block's inputs that fed back into them
+    /// would be a combinational loop to Verilator, one `always` per module.)
+    begins: Signal<Local, Bit>,
+    busy_r: DFF<Bit>,
+    done_r: DFF<Bit>,
+    error_r: DFF<Bits<4>>,
+    cycles_r: DFF<Bits<32>>,
+    code_demand: Constant<Bits<4>>,
+    code_credit: Constant<Bits<4>>,
+    code_capacity: Constant<Bits<4>>,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status {
+            clock: Default::default(),
+            start: Default::default(),
+            active: Default::default(),
+            refuse: Default::default(),
+            start_code: Default::default(),
+            plan4: Default::default(),
+            refused: Default::default(),
+            lane_errors: Default::default(),
+            begins: Default::default(),
+            busy: Default::default(),
+            done: Default::default(),
+            error: Default::default(),
+            cycles: Default::default(),
+            busy_r: Default::default(),
+            done_r: Default::default(),
+            error_r: Default::default(),
+            cycles_r: Default::default(),
+            code_demand: Constant::new(Bits::<4>::from(status::DEMAND as u64)),
+            code_credit: Constant::new(Bits::<4>::from(status::CREDIT as u64)),
+            code_capacity: Constant::new(Bits::<4>::from(status::CAPACITY as u64)),
+        }
+    }
+}
+
+impl Logic for Status {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, busy_r, done_r, error_r, cycles_r);
+        self.begins.next = !self.busy_r.q.val() & self.start.val();
+        // `busy` follows the state a cycle late as it ends: the quantum closes in the
+        // cycle after `finish` (busy, the state Idle), so that each lane's copy of
+        // `busy`, kept by the same recurrence from registered `at_idle` and `start`
+        // (see the engine), falls with it. `start` is ignored while busy.
+        self.busy_r.d.next = self.begins.val() | self.active.val();
+        if self.busy_r.q.val() {
+            self.cycles_r.d.next = self.cycles_r.q.val() + 1;
+        }
+        if self.busy_r.q.val() & !self.active.val() {
+            self.done_r.d.next = true;
+        }
+        if self.begins.val() {
+            self.cycles_r.d.next = 1.into();
+            self.done_r.d.next = false;
+            self.error_r.d.next = 0.into();
+        }
+        if self.refuse.val() {
+            self.error_r.d.next = self.start_code.val();
+        }
+        if self.plan4.val() {
+            if self.refused.val() {
+                self.error_r.d.next = self.code_capacity.val();
+            }
+            if self.lane_errors.val() != 0 {
+                self.error_r.d.next = self.code_demand.val();
+                if self.lane_errors.val().get_bit(1) {
+                    self.error_r.d.next = self.code_credit.val();
+                }
+            }
+        }
         self.busy.next = self.busy_r.q.val();
         self.done.next = self.done_r.q.val();
         self.error.next = self.error_r.q.val();
         self.cycles.next = self.cycles_r.q.val();
+    }
+}
+
+/// The engine's copies of the state: each a flip-flop set from the next state, as the
+/// state bits are, so that the state itself stays beside its logic (see the module's
+/// doc). Inputs: the next state's bits; outputs: [`Sequencer`]'s `at_*`.
+#[derive(LogicBlock, Default)]
+pub struct Decodes {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// The next state is not Idle.
+    pub active: Signal<In, Bit>,
+    /// The next state is Begin (not `begin`: a Verilog keyword).
+    pub phase_begin: Signal<In, Bit>,
+    /// LoadRun.
+    pub load_run: Signal<In, Bit>,
+    /// LoadReduce.
+    pub load_reduce: Signal<In, Bit>,
+    /// Plan1.
+    pub plan1: Signal<In, Bit>,
+    /// Plan2.
+    pub plan2: Signal<In, Bit>,
+    /// Plan3.
+    pub plan3: Signal<In, Bit>,
+    /// Plan4.
+    pub plan4: Signal<In, Bit>,
+    /// SearchInit.
+    pub search_init: Signal<In, Bit>,
+    /// SearchCheck.
+    pub search_check: Signal<In, Bit>,
+    /// SearchIssue.
+    pub search_issue: Signal<In, Bit>,
+    /// SearchReduce.
+    pub search_reduce: Signal<In, Bit>,
+    /// SearchUpdate1.
+    pub update1: Signal<In, Bit>,
+    /// SearchUpdate2.
+    pub update2: Signal<In, Bit>,
+    /// FinalStart.
+    pub final_start: Signal<In, Bit>,
+    /// FinalIssue.
+    pub final_issue: Signal<In, Bit>,
+    /// EmitStart.
+    pub emit_start: Signal<In, Bit>,
+    /// EmitShow.
+    pub emit_show: Signal<In, Bit>,
+    /// See [`Sequencer::at_idle`].
+    pub at_idle: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_run`].
+    pub at_load_run: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_run`].
+    pub at_issue: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_run`].
+    pub at_final_issue: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_run`].
+    pub at_restart: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_run`].
+    pub at_reduce: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_run`].
+    pub at_clear: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_run`].
+    pub at_begin: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_run`].
+    pub at_emit_show: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_load_target: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_search_init: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_search_check: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_update1: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_update2: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_plan1: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_plan2: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_plan3: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_final_start: Signal<Out, Bit>,
+    /// See [`Sequencer::at_load_target`].
+    pub at_emit_start: Signal<Out, Bit>,
+    /// The state is not Idle (so that `at_idle` is set from reset).
+    active_r: DFF<Bit>,
+    load_run_r: DFF<Bit>,
+    issue_r: DFF<Bit>,
+    final_issue_r: DFF<Bit>,
+    restart_r: DFF<Bit>,
+    reduce_r: DFF<Bit>,
+    clear_r: DFF<Bit>,
+    begin_r: DFF<Bit>,
+    emit_show_r: DFF<Bit>,
+    load_target_r: DFF<Bit>,
+    search_init_r: DFF<Bit>,
+    search_check_r: DFF<Bit>,
+    update1_r: DFF<Bit>,
+    update2_r: DFF<Bit>,
+    plan1_r: DFF<Bit>,
+    plan2_r: DFF<Bit>,
+    plan3_r: DFF<Bit>,
+    final_start_r: DFF<Bit>,
+    emit_start_r: DFF<Bit>,
+}
+
+impl Logic for Decodes {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            active_r,
+            load_run_r,
+            issue_r,
+            final_issue_r,
+            restart_r,
+            reduce_r,
+            clear_r,
+            begin_r,
+            emit_show_r,
+            load_target_r,
+            search_init_r,
+            search_check_r,
+            update1_r,
+            update2_r,
+            plan1_r,
+            plan2_r,
+            plan3_r,
+            final_start_r,
+            emit_start_r
+        );
+        self.active_r.d.next = self.active.val();
+        self.load_run_r.d.next = self.load_run.val();
+        self.issue_r.d.next = self.search_issue.val() | self.final_issue.val();
+        self.final_issue_r.d.next = self.final_issue.val();
+        self.restart_r.d.next =
+            !self.active.val() | self.search_check.val() | self.final_start.val() | self.emit_start.val();
+        self.reduce_r.d.next = self.load_reduce.val() | self.search_reduce.val();
+        self.clear_r.d.next = self.phase_begin.val() | self.search_check.val();
+        self.begin_r.d.next = self.phase_begin.val();
+        self.emit_show_r.d.next = self.emit_show.val();
+        self.load_target_r.d.next = self.plan4.val();
+        self.search_init_r.d.next = self.search_init.val();
+        self.search_check_r.d.next = self.search_check.val();
+        self.update1_r.d.next = self.update1.val();
+        self.update2_r.d.next = self.update2.val();
+        self.plan1_r.d.next = self.plan1.val();
+        self.plan2_r.d.next = self.plan2.val();
+        self.plan3_r.d.next = self.plan3.val();
+        self.final_start_r.d.next = self.final_start.val();
+        self.emit_start_r.d.next = self.emit_start.val();
         self.at_idle.next = !self.active_r.q.val();
         self.at_load_run.next = self.load_run_r.q.val();
         self.at_issue.next = self.issue_r.q.val();
@@ -750,6 +893,101 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.at_plan3.next = self.plan3_r.q.val();
         self.at_final_start.next = self.final_start_r.q.val();
         self.at_emit_start.next = self.emit_start_r.q.val();
+    }
+}
+
+/// Phases other than Idle.
+pub const PHASES: usize = 23;
+
+/// The phase as a name, for waveforms and the test below only (`sequencer.trace.name.q`
+/// in a trace): nothing reads it, synthesis removes it.
+#[derive(LogicBlock, Default)]
+pub struct PhaseTrace {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// The next state, one-hot: bit `k` is the `k + 1`-th phase of [`Phase`] (none:
+    /// Idle).
+    pub next: [Signal<In, Bit>; PHASES],
+    /// The phase.
+    pub phase: Signal<Out, Phase>,
+    name: DFF<Phase>,
+}
+
+impl Logic for PhaseTrace {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, name);
+        self.name.d.next = Phase::Idle;
+        if self.next[0].val() {
+            self.name.d.next = Phase::Begin;
+        }
+        if self.next[1].val() {
+            self.name.d.next = Phase::LoadRun;
+        }
+        if self.next[2].val() {
+            self.name.d.next = Phase::LoadDrain;
+        }
+        if self.next[3].val() {
+            self.name.d.next = Phase::LoadReduce;
+        }
+        if self.next[4].val() {
+            self.name.d.next = Phase::Plan1;
+        }
+        if self.next[5].val() {
+            self.name.d.next = Phase::Plan2;
+        }
+        if self.next[6].val() {
+            self.name.d.next = Phase::Plan3;
+        }
+        if self.next[7].val() {
+            self.name.d.next = Phase::Plan4;
+        }
+        if self.next[8].val() {
+            self.name.d.next = Phase::SearchInit;
+        }
+        if self.next[9].val() {
+            self.name.d.next = Phase::SearchWait;
+        }
+        if self.next[10].val() {
+            self.name.d.next = Phase::SearchCheck;
+        }
+        if self.next[11].val() {
+            self.name.d.next = Phase::SearchIssue;
+        }
+        if self.next[12].val() {
+            self.name.d.next = Phase::SearchDrain;
+        }
+        if self.next[13].val() {
+            self.name.d.next = Phase::SearchReduce;
+        }
+        if self.next[14].val() {
+            self.name.d.next = Phase::SearchUpdate1;
+        }
+        if self.next[15].val() {
+            self.name.d.next = Phase::SearchUpdate2;
+        }
+        if self.next[16].val() {
+            self.name.d.next = Phase::FinalStart;
+        }
+        if self.next[17].val() {
+            self.name.d.next = Phase::FinalWait;
+        }
+        if self.next[18].val() {
+            self.name.d.next = Phase::FinalIssue;
+        }
+        if self.next[19].val() {
+            self.name.d.next = Phase::FinalDrain;
+        }
+        if self.next[20].val() {
+            self.name.d.next = Phase::EmitStart;
+        }
+        if self.next[21].val() {
+            self.name.d.next = Phase::EmitWait;
+        }
+        if self.next[22].val() {
+            self.name.d.next = Phase::EmitShow;
+        }
+        self.phase.next = self.name.q.val();
     }
 }
 
@@ -1008,7 +1246,7 @@ mod tests {
             tick(&mut s);
             m.step(&i);
             *visits.entry(format!("{:?}", m.phase)).or_insert(0u32) += 1;
-            assert_eq!(s.phase.q.val(), m.phase, "phase: {ctx}");
+            assert_eq!(s.trace.phase.val(), m.phase, "phase: {ctx}");
             assert_eq!(outputs(&s), m.at, "decodes: {ctx}");
             assert_eq!(s.more_any.val(), m.more, "more_any: {ctx}");
             assert_eq!(s.busy.val(), m.busy, "busy: {ctx}");

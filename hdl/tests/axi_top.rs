@@ -1,95 +1,20 @@
-//! The device top level through its buses: the AXI4-Lite decoder against the register
-//! map of `fairshare_abi`, and quanta, credits and faults driven the way a
-//! shell drives them (handshakes with random stalls).
+//! The device top level through its buses: quanta, credits and faults driven the way a
+//! shell drives them (handshakes with random stalls), against the software. The
+//! decoder against the register map is tested beside the block (`src/axi_top.rs`).
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod common;
 
 use common::{random_pool, random_quantum, software};
-use fairshare_abi::{self as abi, Access, Decoded};
+use fairshare_abi as abi;
 use fairshare_hdl::axi_top::{RESP_OKAY, RESP_SLVERR};
 use fairshare_hdl::bus_testbench::BusTestbench;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 const OKAY: u8 = RESP_OKAY as u8;
 const SLVERR: u8 = RESP_SLVERR as u8;
-
-/// The value a register holds after `old` is written with `data` under `strb`.
-fn merged(old: u32, data: u32, strb: u8) -> u32 {
-    let mask = (0..4).filter(|b| strb >> b & 1 == 1).fold(0u32, |m, b| m | 0xFF << (8 * b));
-    (old & !mask) | (data & mask)
-}
-
-/// Every offset of the BAR window against `abi::decode`: reads answer SLVERR exactly
-/// where the map has nothing; read-only registers hold their values and refuse writes;
-/// read-write registers take writes byte by byte.
-fn decoder_matches_the_map<const P: usize, const A: usize>(seed: u64) {
-    let mut d = BusTestbench::<P, A>::new(seed);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut offsets: Vec<u32> = (0..0x200).step_by(4).collect();
-    offsets.extend([0x001, 0x022, 0x103, 0x200, 0x7FC, 0xFFC]);
-    for &off in &offsets {
-        let decoded = abi::decode(off, P);
-        let (_, resp) = d.read_resp(off);
-        let want = if decoded == Decoded::Unmapped { SLVERR } else { OKAY };
-        assert_eq!(resp, want, "read of 0x{off:03X} ({decoded:?})");
-    }
-    // Identification.
-    assert_eq!(d.read(abi::MAGIC.offset), abi::MAGIC_VALUE);
-    assert_eq!(d.read(abi::VERSION.offset), abi::VERSION_VALUE);
-    assert_eq!(d.read(abi::MAX_USERS.offset), (P << A) as u32);
-    let caps = d.read(abi::CAPS.offset);
-    assert_eq!(abi::CAPS_LANES.get(caps), P as u32);
-    assert_eq!(abi::CAPS_CREDIT_BITS.get(caps), 32);
-    assert_eq!(abi::CAPS_MODES.get(caps), 0b111);
-    assert_eq!(abi::CAPS_WEIGHTED.get(caps), 0);
-    // Writes, with random data and strobes.
-    for &off in &offsets {
-        let decoded = abi::decode(off, P);
-        if matches!(decoded, Decoded::Register(r) if r.name == "DOORBELL" || r.name == "CREDIT_CMD") {
-            continue; // actions; covered by the quantum and credit tests
-        }
-        let before = d.read_resp(off).0;
-        let data: u32 = rng.gen();
-        let strb: u8 = rng.gen_range(0..16);
-        let resp = d.write_strb(off, data, strb);
-        match decoded {
-            Decoded::Unmapped => assert_eq!(resp, SLVERR, "write to unmapped 0x{off:03X}"),
-            Decoded::Register(r) if r.access == Access::ReadOnly => {
-                assert_eq!(resp, SLVERR, "write to read-only {}", r.name);
-                assert_eq!(d.read(off), before, "{} changed on a refused write", r.name);
-            }
-            Decoded::Register(r) => {
-                assert_eq!(resp, OKAY, "write to {}", r.name);
-                let mut want = merged(before, data, strb);
-                if r.name == "CONTROL" {
-                    want &= abi::CONTROL_MODE.set(0, u32::MAX) | abi::CONTROL_IRQ.set(0, u32::MAX);
-                }
-                assert_eq!(d.read(off), want, "{} after writing 0x{data:08X} with strobes {strb:04b}", r.name);
-            }
-            Decoded::CreditData(lane) => {
-                assert_eq!(resp, OKAY, "write to CREDIT_DATA[{lane}]");
-                assert_eq!(d.read(off), merged(before, data, strb), "CREDIT_DATA[{lane}]");
-            }
-        }
-    }
-}
-
-#[test]
-fn decoder_matches_the_register_map() {
-    decoder_matches_the_map::<4, 2>(0);
-    decoder_matches_the_map::<4, 2>(11);
-    decoder_matches_the_map::<1, 6>(13);
-    // 32 lanes: the model is built on the stack before it is boxed.
-    std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(|| decoder_matches_the_map::<32, 1>(12))
-        .unwrap()
-        .join()
-        .unwrap();
-}
 
 /// Random quanta through the bus and the streams (stalls everywhere), credits carried
 /// on the device and in software.

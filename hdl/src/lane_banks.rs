@@ -1,0 +1,196 @@
+//! A lane's memory: the five RAM banks of its users (row `r` holds user `r * P + lane`),
+//! read at the lane's row counter and written at its write counter, and the credit bank
+//! shared with the host's credit port while the engine is not busy.
+//!
+//! Each bank is one block RAM with a registered read (data in the cycle after the
+//! address) and no read-first logic: a row read in the cycle the other port writes it
+//! is undefined on an FPGA (hdl/synth.sh maps the banks so), and the lane never reads
+//! such a row where it matters.
+
+use rust_hdl::prelude::*;
+
+/// The banks of one lane; `A` address bits (2^A users).
+#[derive(LogicBlock, Default)]
+pub struct LaneBanks<const A: usize> {
+    /// Clock of every bank.
+    pub clock: Signal<In, Clock>,
+    /// The engine is busy: the lane owns the credit bank (else the credit port does).
+    pub busy: Signal<In, Bit>,
+    /// The row read (data in the next cycle).
+    pub row: Signal<In, Bits<A>>,
+    /// The row written.
+    pub write_row: Signal<In, Bits<A>>,
+    /// Write the run (`start`, `run`, `kind`) of the row.
+    pub write_run: Signal<In, Bit>,
+    /// Write the row's allocation.
+    pub write_base: Signal<In, Bit>,
+    /// Write the row's balance (while busy).
+    pub write_credit: Signal<In, Bit>,
+    /// The run's first key.
+    pub start_in: Signal<In, Bits<32>>,
+    /// The run's length.
+    pub run_in: Signal<In, Bits<32>>,
+    /// The user's kind (bit 2: it exists).
+    pub kind_in: Signal<In, Bits<3>>,
+    /// The allocation (LOAD: before the searches; FINAL: the result).
+    pub base_in: Signal<In, Bits<32>>,
+    /// The balance.
+    pub credit_in: Signal<In, Bits<32>>,
+    /// Credit port: the row read and written while not busy.
+    pub port_row: Signal<In, Bits<A>>,
+    /// Credit port: write `port_credit`.
+    pub port_write: Signal<In, Bit>,
+    /// Credit port: the balance written.
+    pub port_credit: Signal<In, Bits<32>>,
+    /// The banks at the row read.
+    pub start: Signal<Out, Bits<32>>,
+    /// See `start`.
+    pub run: Signal<Out, Bits<32>>,
+    /// See `start`.
+    pub kind: Signal<Out, Bits<3>>,
+    /// See `start`.
+    pub base: Signal<Out, Bits<32>>,
+    /// See `start` (at `port_row` while not busy).
+    pub credit: Signal<Out, Bits<32>>,
+    credit_ram: RAM<Bits<32>, A>,
+    start_ram: RAM<Bits<32>, A>,
+    run_ram: RAM<Bits<32>, A>,
+    base_ram: RAM<Bits<32>, A>,
+    kind_ram: RAM<Bits<3>, A>,
+}
+
+impl<const A: usize> Logic for LaneBanks<A> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.credit_ram.read_clock.next = self.clock.val();
+        self.credit_ram.write_clock.next = self.clock.val();
+        self.start_ram.read_clock.next = self.clock.val();
+        self.start_ram.write_clock.next = self.clock.val();
+        self.run_ram.read_clock.next = self.clock.val();
+        self.run_ram.write_clock.next = self.clock.val();
+        self.base_ram.read_clock.next = self.clock.val();
+        self.base_ram.write_clock.next = self.clock.val();
+        self.kind_ram.read_clock.next = self.clock.val();
+        self.kind_ram.write_clock.next = self.clock.val();
+        self.credit_ram.read_address.next = self.row.val();
+        if !self.busy.val() {
+            self.credit_ram.read_address.next = self.port_row.val();
+        }
+        self.start_ram.read_address.next = self.row.val();
+        self.run_ram.read_address.next = self.row.val();
+        self.base_ram.read_address.next = self.row.val();
+        self.kind_ram.read_address.next = self.row.val();
+        self.start.next = self.start_ram.read_data.val();
+        self.run.next = self.run_ram.read_data.val();
+        self.kind.next = self.kind_ram.read_data.val();
+        self.base.next = self.base_ram.read_data.val();
+        self.credit.next = self.credit_ram.read_data.val();
+        self.start_ram.write_address.next = self.write_row.val();
+        self.run_ram.write_address.next = self.write_row.val();
+        self.base_ram.write_address.next = self.write_row.val();
+        self.kind_ram.write_address.next = self.write_row.val();
+        self.start_ram.write_data.next = self.start_in.val();
+        self.run_ram.write_data.next = self.run_in.val();
+        self.kind_ram.write_data.next = self.kind_in.val();
+        self.base_ram.write_data.next = self.base_in.val();
+        self.start_ram.write_enable.next = self.write_run.val();
+        self.run_ram.write_enable.next = self.write_run.val();
+        self.kind_ram.write_enable.next = self.write_run.val();
+        self.base_ram.write_enable.next = self.write_base.val();
+        self.credit_ram.write_address.next = self.write_row.val();
+        self.credit_ram.write_data.next = self.credit_in.val();
+        self.credit_ram.write_enable.next = self.write_credit.val();
+        if !self.busy.val() {
+            self.credit_ram.write_address.next = self.port_row.val();
+            self.credit_ram.write_data.next = self.port_credit.val();
+            self.credit_ram.write_enable.next = self.port_write.val();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The banks against five arrays: random reads and writes at random rows, busy or
+    /// not (the credit bank then follows the port), every read one cycle later; a row
+    /// read in the cycle it is written is not compared (undefined on an FPGA).
+    #[test]
+    fn reads_what_was_written_and_gives_the_credit_bank_to_the_port_while_idle() {
+        const A: usize = 3;
+        let mut rng = ChaCha8Rng::seed_from_u64(23);
+        let mut b = LaneBanks::<A>::default();
+        b.connect_all();
+        // start, run, kind, base, credit
+        let mut mem = [[0u64; 1 << A]; 5];
+        let mut pending: Option<(usize, usize, bool)> = None;
+        let (mut compared, mut port) = (0, 0);
+        for cycle in 0..5_000 {
+            let busy = rng.gen_bool(0.5);
+            let (row, write_row, port_row) =
+                (rng.gen_range(0..1 << A), rng.gen_range(0..1 << A), rng.gen_range(0..1 << A));
+            let words: [u64; 5] = [
+                rng.gen::<u32>().into(),
+                rng.gen::<u32>().into(),
+                rng.gen_range(0..8),
+                rng.gen::<u32>().into(),
+                rng.gen::<u32>().into(),
+            ];
+            let (run, base, credit, port_write) =
+                (rng.gen_bool(0.3), rng.gen_bool(0.3), rng.gen_bool(0.3), rng.gen_bool(0.3));
+            let port_credit: u64 = rng.gen::<u32>().into();
+            b.busy.next = busy;
+            b.row.next = (row as u64).into();
+            b.write_row.next = (write_row as u64).into();
+            b.port_row.next = (port_row as u64).into();
+            b.write_run.next = run;
+            b.write_base.next = base;
+            b.write_credit.next = credit;
+            b.port_write.next = port_write;
+            b.port_credit.next = port_credit.into();
+            b.start_in.next = words[0].into();
+            b.run_in.next = words[1].into();
+            b.kind_in.next = words[2].into();
+            b.base_in.next = words[3].into();
+            b.credit_in.next = words[4].into();
+            assert!(simulate(&mut b, 100));
+            // The reads of the previous cycle.
+            if let Some((row, credit_row, busy_then)) = pending {
+                let got = [
+                    b.start.val().to_u64(),
+                    b.run.val().to_u64(),
+                    b.kind.val().to_u64(),
+                    b.base.val().to_u64(),
+                    b.credit.val().to_u64(),
+                ];
+                let want = [mem[0][row], mem[1][row], mem[2][row], mem[3][row], mem[4][credit_row]];
+                assert_eq!(got, want, "cycle {cycle}: rows {row} / {credit_row} (busy {busy_then})");
+                compared += 1;
+            }
+            let credit_row = if busy { row } else { port_row };
+            b.clock.next = true.into();
+            assert!(simulate(&mut b, 100));
+            b.clock.next = false.into();
+            assert!(simulate(&mut b, 100));
+            let (credit_write_row, credit_written) = if busy { (write_row, credit) } else { (port_row, port_write) };
+            // A row written in the cycle it was read is not compared.
+            let clash = (run || base) && write_row == row || credit_written && credit_write_row == credit_row;
+            pending = (!clash).then_some((row, credit_row, busy));
+            if run {
+                mem[0][write_row] = words[0];
+                mem[1][write_row] = words[1];
+                mem[2][write_row] = words[2];
+            }
+            if base {
+                mem[3][write_row] = words[3];
+            }
+            if credit_written {
+                mem[4][credit_write_row] = if busy { words[4] } else { port_credit };
+                port += usize::from(!busy);
+            }
+        }
+        assert!(compared > 2_000 && port > 500, "{compared} reads compared, {port} port writes");
+    }
+}

@@ -1,0 +1,266 @@
+//! What a user is in this quantum, decided in the lane's LOAD stage 4 from flags the
+//! earlier stages computed: its kind (a Karma borrower, a donor or a max-min user), the
+//! run of keys it puts into its search, its base allocation and its range errors
+//! (`../shared/spec/karma.md`, Algorithm 1 with equal shares; max-min; strict).
+//!
+//! Combinational: the lane registers what it gives (its stage 5). The flags are
+//! comparisons and carries made a stage or two earlier, so that this block is a few
+//! LUTs of selection and no carry chain.
+
+use rust_hdl::prelude::*;
+
+/// Kinds, as stored in the lane's kind bank (bits 0-1; bit 2 says the user exists).
+pub mod kind {
+    /// Neither: the user takes its base allocation and nothing more.
+    pub const NONE: u64 = 0;
+    /// A Karma borrower (search A).
+    pub const BORROWER: u64 = 1;
+    /// A Karma donor, or a max-min user (search B).
+    pub const DONOR: u64 = 2;
+}
+
+/// Bits of `flags`.
+pub mod flag {
+    /// `d < g`.
+    pub const BELOW_GUARANTEED: usize = 0;
+    /// `d > g`.
+    pub const ABOVE_GUARANTEED: usize = 1;
+    /// `d < f`.
+    pub const BELOW_FAIR: usize = 2;
+    /// The stored balance is at or above 2^31.
+    pub const BALANCE_HIGH: usize = 3;
+    /// `d` is at or above 2^31.
+    pub const DEMAND_HIGH: usize = 4;
+    /// The user exists.
+    pub const EXISTS: usize = 5;
+}
+
+/// Bits of `credit_flags`, about `c1`, the balance after the free credits.
+pub mod credit_flag {
+    /// `c1 != 0`.
+    pub const SOME: usize = 0;
+    /// `c1` is at or above 2^31.
+    pub const HIGH: usize = 1;
+    /// `c1 + (g - d)`, a donor's balance if everything it gives is taken, is at or above 2^31.
+    pub const REACH_HIGH: usize = 2;
+}
+
+/// Bits of `error`.
+pub mod error {
+    /// A demand at or above 2^31.
+    pub const DEMAND: usize = 0;
+    /// A balance at or above 2^31, or one that could reach it this quantum (Karma).
+    pub const CREDIT: usize = 1;
+}
+
+/// The per-user rule of LOAD.
+#[derive(LogicBlock, Default)]
+pub struct RunRule {
+    /// The pool runs Karma.
+    pub karma: Signal<In, Bit>,
+    /// The pool runs max-min (neither: strict partitioning).
+    pub maxmin: Signal<In, Bit>,
+    /// See [`flag`].
+    pub flags: Signal<In, Bits<6>>,
+    /// See [`credit_flag`].
+    pub credit_flags: Signal<In, Bits<3>>,
+    /// `c1`.
+    pub c1: Signal<In, Bits<32>>,
+    /// `g - d` (a donor's donation).
+    pub given: Signal<In, Bits<32>>,
+    /// `min(d - g, c1)` (a borrower's reach).
+    pub wanted: Signal<In, Bits<32>>,
+    /// `d`.
+    pub demand: Signal<In, Bits<32>>,
+    /// `g`.
+    pub guaranteed: Signal<In, Bits<32>>,
+    /// `f`.
+    pub fair: Signal<In, Bits<32>>,
+    /// See [`kind`].
+    pub kind: Signal<Out, Bits<2>>,
+    /// The first key of the user's run: a borrower's `!c1` (the most credits first), a
+    /// donor's `c1`, a max-min user's 1.
+    pub start: Signal<Out, Bits<32>>,
+    /// The run's length (0 for a user of no search or one that does not exist).
+    pub run: Signal<Out, Bits<32>>,
+    /// The allocation before the searches: a Karma user's `min(d, g)`, strict's
+    /// `min(d, f)`, max-min's 0.
+    pub base: Signal<Out, Bits<32>>,
+    /// See [`error`] (only for a user that exists).
+    pub error: Signal<Out, Bits<2>>,
+    credit_error: Signal<Local, Bit>,
+}
+
+impl Logic for RunRule {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.kind.next = 0.into();
+        self.start.next = 0.into();
+        self.run.next = 0.into();
+        self.base.next = 0.into();
+        self.credit_error.next = false;
+        if self.karma.val() {
+            if self.flags.val().get_bit(0) {
+                self.kind.next = 2.into();
+                self.start.next = self.c1.val();
+                self.run.next = self.given.val();
+                self.base.next = self.demand.val();
+            } else {
+                self.base.next = self.guaranteed.val();
+                if self.flags.val().get_bit(1) & self.credit_flags.val().get_bit(0) {
+                    self.kind.next = 1.into();
+                    self.start.next = !self.c1.val();
+                    self.run.next = self.wanted.val();
+                }
+            }
+            // The balance must be below 2^31 (so `c1` cannot wrap), and so must every
+            // balance this quantum can produce: `c1`, and a donor's `c1` plus
+            // everything it could earn. Borrowers only lose credits.
+            self.credit_error.next = self.flags.val().get_bit(3)
+                | self.credit_flags.val().get_bit(1)
+                | (self.flags.val().get_bit(0) & self.credit_flags.val().get_bit(2));
+        } else if self.maxmin.val() {
+            self.kind.next = 2.into();
+            self.start.next = 1.into();
+            self.run.next = self.demand.val();
+        } else if self.flags.val().get_bit(2) {
+            self.base.next = self.demand.val();
+        } else {
+            self.base.next = self.fair.val();
+        }
+        if !self.flags.val().get_bit(5) {
+            self.kind.next = 0.into();
+            self.run.next = 0.into();
+            self.base.next = 0.into();
+        }
+        self.error.next = bits::<2>(0)
+            .replace_bit(0, self.flags.val().get_bit(5) & self.flags.val().get_bit(4))
+            .replace_bit(1, self.flags.val().get_bit(5) & self.credit_error.val());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// One user as the spec has it.
+    #[derive(Clone, Copy, Debug)]
+    struct User {
+        mode: u8,
+        fair: u32,
+        guaranteed: u32,
+        balance: u32,
+        demand: u32,
+        exists: bool,
+    }
+
+    /// (kind, start, run, base, error) of the user, from the spec's definitions with
+    /// wide arithmetic: Karma: a user demanding less than `g` donates `g - d` (its keys
+    /// start at its balance `c1 = c + f - g`), one demanding more borrows up to
+    /// `min(d - g, c1)` if it has credits (keys from `!c1`, richest first), every Karma
+    /// user keeps `min(d, g)`; max-min: every user's run is its demand; strict: `min(d,
+    /// f)`. Errors: a demand of 2^31 or more; under Karma a balance, `c1`, or a donor's
+    /// balance after earning all it gives, of 2^31 or more.
+    fn model(u: &User) -> (u64, u64, u64, u64, u64) {
+        if !u.exists {
+            return (kind::NONE, 0, 0, 0, 0);
+        }
+        let (d, g, f) = (u64::from(u.demand), u64::from(u.guaranteed), u64::from(u.fair));
+        let c1 = u64::from(u.balance) + (f - g);
+        let high = 1u64 << 31;
+        let mut credit_error = false;
+        let (kind, start, run, base) = match u.mode {
+            0 => {
+                credit_error = u64::from(u.balance) >= high || c1 >= high || (d < g && c1 + (g - d) >= high);
+                if d < g {
+                    (kind::DONOR, c1 as u32 as u64, g - d, d)
+                } else if d > g && c1 != 0 {
+                    (kind::BORROWER, !(c1 as u32) as u64, (d - g).min(c1) as u32 as u64, g)
+                } else {
+                    (kind::NONE, 0, 0, g)
+                }
+            }
+            1 => (kind::DONOR, 1, d, 0),
+            _ => (kind::NONE, 0, 0, d.min(f)),
+        };
+        let error = u64::from(d >= high) | (u64::from(credit_error) << 1);
+        (kind, start, run, base, error)
+    }
+
+    /// Values near the edges the flags are about, and anywhere.
+    fn word(rng: &mut ChaCha8Rng, near: &[u32]) -> u32 {
+        match rng.gen_range(0..3) {
+            0 => near[rng.gen_range(0..near.len())].wrapping_add(rng.gen_range(0..3)).wrapping_sub(1),
+            1 => rng.gen_range(0..64),
+            _ => rng.gen(),
+        }
+    }
+
+    /// The block given the flags the lane's earlier stages compute (stages 2 and 3)
+    /// against the model, on random users of every mode: demands and balances at
+    /// the shares and at 2^31, balances that wrap `c1`.
+    #[test]
+    fn decides_each_users_kind_run_base_and_errors_as_the_spec() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut rule = RunRule::default();
+        rule.connect_all();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..40_000 {
+            let fair = rng.gen_range(1..1u32 << 31);
+            let guaranteed = rng.gen_range(0..=fair);
+            let balance = word(&mut rng, &[0, 1 << 31, (1 << 31) - (fair - guaranteed)]);
+            let demand = word(&mut rng, &[guaranteed, fair, 1 << 31]);
+            let u = User { mode: rng.gen_range(0..3), fair, guaranteed, balance, demand, exists: rng.gen_bool(0.9) };
+            // Stages 2 and 3 of the lane, in 32-bit words.
+            let free = fair - guaranteed;
+            let c1 = balance.wrapping_add(free);
+            let given = guaranteed.wrapping_sub(demand);
+            let flags = u64::from(demand < guaranteed)
+                | u64::from(demand > guaranteed) << 1
+                | u64::from(demand < fair) << 2
+                | u64::from(balance >> 31) << 3
+                | u64::from(demand >> 31) << 4
+                | u64::from(u.exists) << 5;
+            let credit_flags =
+                u64::from(c1 != 0) | u64::from(c1 >> 31) << 1 | u64::from(c1.wrapping_add(given) >> 31) << 2;
+            rule.karma.next = u.mode == 0;
+            rule.maxmin.next = u.mode == 1;
+            rule.flags.next = flags.into();
+            rule.credit_flags.next = credit_flags.into();
+            rule.c1.next = u64::from(c1).into();
+            rule.given.next = u64::from(given).into();
+            rule.wanted.next = u64::from(demand.wrapping_sub(guaranteed).min(c1)).into();
+            rule.demand.next = u64::from(demand).into();
+            rule.guaranteed.next = u64::from(guaranteed).into();
+            rule.fair.next = u64::from(fair).into();
+            assert!(simulate(&mut rule, 100));
+            let got = (
+                rule.kind.val().to_u64(),
+                rule.start.val().to_u64(),
+                rule.run.val().to_u64(),
+                rule.base.val().to_u64(),
+                rule.error.val().to_u64(),
+            );
+            let want = model(&u);
+            // A user with errors is refused as a whole: only the error bits count.
+            if want.4 != 0 {
+                assert_eq!(got.4, want.4, "{u:?}");
+                seen.insert((u.mode, 9));
+                continue;
+            }
+            // The start of a user with an empty run is never read.
+            let (got, want) =
+                if want.2 == 0 { ((got.0, 0, 0, got.3, got.4), (want.0, 0, 0, want.3, want.4)) } else { (got, want) };
+            assert_eq!(got, want, "{u:?}");
+            seen.insert((u.mode, want.0));
+        }
+        // Every mode, every kind, errors.
+        for case in
+            [(0, kind::NONE), (0, kind::BORROWER), (0, kind::DONOR), (0, 9), (1, kind::DONOR), (1, 9), (2, kind::NONE)]
+        {
+            assert!(seen.contains(&case), "never saw mode/kind {case:?}: {seen:?}");
+        }
+    }
+}
