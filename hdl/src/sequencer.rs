@@ -772,39 +772,39 @@ pub struct Decodes {
     pub at_idle: Signal<Out, Bit>,
     /// See [`Sequencer::at_load_run`].
     pub at_load_run: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_run`].
+    /// See [`Sequencer::at_issue`].
     pub at_issue: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_run`].
+    /// See [`Sequencer::at_final_issue`].
     pub at_final_issue: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_run`].
+    /// See [`Sequencer::at_restart`].
     pub at_restart: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_run`].
+    /// See [`Sequencer::at_reduce`].
     pub at_reduce: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_run`].
+    /// See [`Sequencer::at_clear`].
     pub at_clear: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_run`].
+    /// See [`Sequencer::at_begin`].
     pub at_begin: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_run`].
+    /// See [`Sequencer::at_emit_show`].
     pub at_emit_show: Signal<Out, Bit>,
     /// See [`Sequencer::at_load_target`].
     pub at_load_target: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_search_init`].
     pub at_search_init: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_search_check`].
     pub at_search_check: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_update1`].
     pub at_update1: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_update2`].
     pub at_update2: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_plan1`].
     pub at_plan1: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_plan2`].
     pub at_plan2: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_plan3`].
     pub at_plan3: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_final_start`].
     pub at_final_start: Signal<Out, Bit>,
-    /// See [`Sequencer::at_load_target`].
+    /// See [`Sequencer::at_emit_start`].
     pub at_emit_start: Signal<Out, Bit>,
     /// The state is not Idle (so that `at_idle` is set from reset).
     active_r: DFF<Bit>,
