@@ -69,7 +69,9 @@ pub struct EngineLane<const A: usize> {
     /// Mode (see [`mode`]); held for the whole quantum.
     pub mode: Signal<In, Bits<2>>,
     /// What the rows are for (see [`phase`]); set at least one cycle before a phase's
-    /// first step and held until its last row has left the pipeline.
+    /// first step and held until [`FINAL_LATENCY`] cycles after its last (a row's
+    /// valid bit runs that long whatever its phase: a SEARCH row still in it when the
+    /// phase turns to FINAL would write; the engine's gap between the two is longer).
     pub phase: Signal<In, Bits<2>>,
     /// Fair share `f`; held for the quantum.
     pub fair: Signal<In, Bits<32>>,
@@ -656,5 +658,272 @@ impl<const A: usize> Logic for EngineLane<A> {
         }
         self.banks.credit_in.next = self.tie_break.credit.val();
         self.banks.write_credit.next = self.final_write.val() & self.tie_break.exists.val();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run_rule::kind;
+    use crate::run_rule::tests::{model, User};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Address bits of the lane under test: 8 rows.
+    const A: usize = 3;
+    const ROWS: usize = 1 << A;
+
+    /// One clock cycle: the inputs settle before the rising edge, as a testbench sets
+    /// them between edges (RustHDL moves a change one level per delta step).
+    fn tick(l: &mut EngineLane<A>) {
+        assert!(simulate(l, 1_000));
+        l.clock.next = true.into();
+        assert!(simulate(l, 1_000));
+        l.clock.next = false.into();
+        assert!(simulate(l, 1_000));
+    }
+
+    fn word(x: u64) -> Bits<32> {
+        x.into()
+    }
+
+    /// The lane's sums and key ranges emptied: one shift with the chain's inputs at 0
+    /// (as the last lane's are), which the lane registers and acts on a cycle later.
+    fn clear(l: &mut EngineLane<A>) {
+        l.shift.next = true;
+        tick(l);
+        l.shift.next = false;
+        tick(l);
+        tick(l);
+    }
+
+    /// Phase `p` from the next row on, and the row counters back to row 0, once the
+    /// last phase's rows are [`FINAL_LATENCY`] cycles old (see the `phase` input).
+    fn enter(l: &mut EngineLane<A>, p: u64) {
+        for _ in 0..FINAL_LATENCY {
+            tick(l);
+        }
+        l.phase.next = p.into();
+        tick(l);
+        l.restart.next = true;
+        tick(l);
+        l.restart.next = false;
+    }
+
+    /// Keys of a run below the probe `t`, as the count units define them.
+    fn below(t: u64, start: u64, run: u64) -> u64 {
+        t.saturating_sub(start).min(run)
+    }
+
+    /// A probe or threshold around the runs of one search (their starts and ends, a
+    /// little outside them, or anywhere for a search without runs).
+    fn probe(rng: &mut ChaCha8Rng, runs: &[(u64, u64)]) -> u64 {
+        let lo = runs.iter().map(|r| r.0).min().unwrap_or(0).saturating_sub(2);
+        let hi = runs.iter().map(|r| r.0 + r.1).max().unwrap_or(64) + 2;
+        rng.gen_range(lo..=hi).min(u64::from(u32::MAX))
+    }
+
+    /// The whole lane as a pipeline, quantum after quantum on one lane (its banks
+    /// carry what the last quantum left): balances written through the credit port,
+    /// LOAD (the users' runs summed per search, the key ranges, the errors), a SEARCH
+    /// pass (keys below three probes per search), FINAL (the keys at the thresholds
+    /// flagged, random tie-break grants among them, the allocations and balances
+    /// written), the allocations read out as EMIT does and the balances through the
+    /// port, every value against run_rule's model of the spec and the count units'
+    /// definition of a key below a probe. Rows are stepped back to back, at the
+    /// latencies the lane publishes.
+    #[test]
+    fn runs_a_quantum_of_eight_users_as_the_spec() {
+        let mut rng = ChaCha8Rng::seed_from_u64(38);
+        let mut l = EngineLane::<A>::new();
+        l.connect_all();
+        let mut seen = std::collections::HashSet::new();
+        for quantum in 0..300 {
+            let m = rng.gen_range(0..3u8);
+            let fair = rng.gen_range(1..40u32);
+            let guaranteed = rng.gen_range(0..=fair);
+            let users: Vec<User> = (0..ROWS)
+                .map(|_| {
+                    let rare = rng.gen_bool(0.01);
+                    User {
+                        mode: m,
+                        fair,
+                        guaranteed,
+                        balance: if rare { rng.gen_range((1 << 31) - 50..=(1 << 31)) } else { rng.gen_range(0..60) },
+                        demand: if rng.gen_bool(0.01) { 1 << 31 } else { rng.gen_range(0..2 * fair + 5) },
+                        exists: rng.gen_bool(0.85),
+                    }
+                })
+                .collect();
+            let want: Vec<_> = users.iter().map(model).collect();
+            let hw_mode = [mode::KARMA, mode::MAXMIN, mode::STRICT][usize::from(m)];
+            l.mode.next = u64::from(hw_mode).into();
+            l.fair.next = word(fair.into());
+            l.guaranteed.next = word(guaranteed.into());
+            l.free.next = word((fair - guaranteed).into());
+
+            // Balances through the port while the lane is idle.
+            for (row, u) in users.iter().enumerate() {
+                l.credit_row.next = (row as u64).into();
+                l.host_credit.next = word(u.balance.into());
+                l.credit_write.next = true;
+                tick(&mut l);
+            }
+            l.credit_write.next = false;
+            l.start.next = true;
+            l.active.next = true;
+            tick(&mut l);
+            l.start.next = false;
+
+            // LOAD.
+            clear(&mut l);
+            enter(&mut l, phase::LOAD);
+            for u in &users {
+                l.step.next = true;
+                l.demand_in.next = word(u.demand.into());
+                l.exists.next = u.exists;
+                tick(&mut l);
+            }
+            l.step.next = false;
+            for _ in 0..LOAD_LATENCY + 2 {
+                tick(&mut l);
+            }
+            let error = want.iter().fold(0, |e, w| e | w.4);
+            assert_eq!(l.err_out.val().to_u64(), error, "quantum {quantum}: errors of {users:?}");
+            if error != 0 {
+                seen.insert(("error", m));
+                // The engine refuses the quantum: the rest is never read.
+                l.active.next = false;
+                tick(&mut l);
+                tick(&mut l);
+                continue;
+            }
+            let runs = |k: u64| -> Vec<(u64, u64)> {
+                want.iter().filter(|w| w.0 == k && w.2 != 0).map(|w| (w.1, w.2)).collect()
+            };
+            let (runs_a, runs_b) = (runs(kind::BORROWER), runs(kind::DONOR));
+            let sum = |k: u64| want.iter().filter(|w| w.0 == k).map(|w| w.2).sum::<u64>();
+            let nfirst = |r: &[(u64, u64)]| r.iter().map(|x| !x.0 & 0xffff_ffff).max().unwrap_or(0);
+            let end = |r: &[(u64, u64)]| r.iter().map(|x| x.0 + x.1).max().unwrap_or(0);
+            let got = (l.sum_a_out0.val().to_u64(), l.sum_b_out0.val().to_u64());
+            assert_eq!(got, (sum(kind::BORROWER), sum(kind::DONOR)), "quantum {quantum}: LOAD sums of {users:?}");
+            let got = (l.nfirst_a_out.val().to_u64(), l.end_a_out.val().to_u64());
+            assert_eq!(got, (nfirst(&runs_a), end(&runs_a)), "quantum {quantum}: range A of {users:?}");
+            let got = (l.nfirst_b_out.val().to_u64(), l.end_b_out.val().to_u64());
+            assert_eq!(got, (nfirst(&runs_b), end(&runs_b)), "quantum {quantum}: range B of {users:?}");
+            seen.extend(want.iter().map(|w| ("kind", w.0 as u8 * 3 + m)));
+
+            // A SEARCH pass.
+            let pa: [u64; PROBES] = std::array::from_fn(|_| probe(&mut rng, &runs_a));
+            let pb: [u64; PROBES] = std::array::from_fn(|_| probe(&mut rng, &runs_b));
+            for (port, p) in [&mut l.probe_a0, &mut l.probe_a1, &mut l.probe_a2].into_iter().zip(pa) {
+                port.next = word(p);
+            }
+            for (port, p) in [&mut l.probe_b0, &mut l.probe_b1, &mut l.probe_b2].into_iter().zip(pb) {
+                port.next = word(p);
+            }
+            clear(&mut l);
+            enter(&mut l, phase::SEARCH);
+            for _ in 0..ROWS {
+                l.step.next = true;
+                tick(&mut l);
+            }
+            l.step.next = false;
+            for _ in 0..SEARCH_LATENCY + 2 {
+                tick(&mut l);
+            }
+            let counts = |p: u64, k: u64| want.iter().filter(|w| w.0 == k).map(|w| below(p, w.1, w.2)).sum::<u64>();
+            let got_a = [&l.sum_a_out0, &l.sum_a_out1, &l.sum_a_out2].map(|s| s.val().to_u64());
+            let got_b = [&l.sum_b_out0, &l.sum_b_out1, &l.sum_b_out2].map(|s| s.val().to_u64());
+            assert_eq!(got_a, pa.map(|p| counts(p, kind::BORROWER)), "quantum {quantum}: probes {pa:?} of {users:?}");
+            assert_eq!(got_b, pb.map(|p| counts(p, kind::DONOR)), "quantum {quantum}: probes {pb:?} of {users:?}");
+
+            // FINAL: thresholds, the keys at them flagged, grants among those.
+            let (ta, tb) = (probe(&mut rng, &runs_a), probe(&mut rng, &runs_b));
+            l.probe_a0.next = word(ta);
+            l.probe_b0.next = word(tb);
+            let threshold = |w: &(u64, u64, u64, u64, u64)| if w.0 == kind::BORROWER { ta } else { tb };
+            let at: Vec<(bool, bool)> = want
+                .iter()
+                .map(|w| {
+                    let t = threshold(w);
+                    let on = w.2 != 0 && w.1 <= t && t < w.1 + w.2;
+                    (on && w.0 == kind::BORROWER, on && w.0 == kind::DONOR)
+                })
+                .collect();
+            let grant: Vec<bool> = at.iter().map(|&(a, b)| (a || b) && rng.gen_bool(0.5)).collect();
+            enter(&mut l, phase::FINAL);
+            let mut flagged = vec![(false, false); ROWS];
+            for t in 0..ROWS + FINAL_LATENCY + 2 {
+                l.step.next = t < ROWS;
+                l.grant.next = t.checked_sub(GRANT_CYCLE).and_then(|r| grant.get(r)).copied().unwrap_or(false);
+                tick(&mut l);
+                // After this edge the lane shows cycle t + 1.
+                if let Some(f) = (t + 1).checked_sub(AT_CYCLE).and_then(|r| flagged.get_mut(r)) {
+                    *f = (l.at_a.val(), l.at_b.val());
+                }
+            }
+            assert_eq!(flagged, at, "quantum {quantum}: thresholds {ta}, {tb} of {users:?}");
+            l.grant.next = false;
+
+            // The results: allocations as EMIT reads them, balances through the port.
+            let results: Vec<(u64, u64)> = users
+                .iter()
+                .zip(&want)
+                .zip(&grant)
+                .map(|((u, w), &g)| {
+                    let keys = below(threshold(w), w.1, w.2) + u64::from(g);
+                    let karma = m == 0;
+                    let take = (karma && w.0 == kind::BORROWER) || (m == 1 && w.0 == kind::DONOR);
+                    let alloc = w.3 + if take { keys } else { 0 };
+                    let c1 = u64::from(u.balance) + if karma { u64::from(fair - guaranteed) } else { 0 };
+                    let credit = match (karma, w.0) {
+                        _ if !u.exists => u64::from(u.balance),
+                        (true, kind::BORROWER) => c1 - keys,
+                        (true, kind::DONOR) => c1 + keys,
+                        _ => c1,
+                    };
+                    if g {
+                        seen.insert(("grant", w.0 as u8 * 3 + m));
+                    }
+                    (alloc, credit)
+                })
+                .collect();
+            enter(&mut l, phase::EMIT);
+            let mut got = Vec::new();
+            for _ in 0..ROWS {
+                l.advance.next = true;
+                tick(&mut l);
+                got.push(l.alloc.val().to_u64());
+            }
+            l.advance.next = false;
+            l.active.next = false;
+            tick(&mut l);
+            tick(&mut l);
+            for (row, r) in got.iter_mut().enumerate() {
+                l.credit_row.next = (row as u64).into();
+                tick(&mut l);
+                *r = (*r << 32) | l.credit.val().to_u64();
+            }
+            let want: Vec<u64> = results.iter().map(|&(a, c)| (a << 32) | c).collect();
+            assert_eq!(got, want, "quantum {quantum}: (allocation << 32 | balance) of {users:?}, grants {grant:?}");
+        }
+        // Every mode, errors, each kind of user in the modes that have it, grants to
+        // Karma's borrowers and donors and to max-min's users.
+        let b = kind::BORROWER as u8 * 3;
+        let d = kind::DONOR as u8 * 3;
+        for case in [
+            ("error", 0),
+            ("error", 1),
+            ("kind", b),
+            ("kind", d),
+            ("kind", d + 1),
+            ("kind", 2),
+            ("grant", b),
+            ("grant", d),
+            ("grant", d + 1),
+        ] {
+            assert!(seen.contains(&case), "never saw {case:?}: {seen:?}");
+        }
     }
 }

@@ -140,20 +140,21 @@ impl Logic for RunRule {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
     /// One user as the spec has it.
     #[derive(Clone, Copy, Debug)]
-    struct User {
-        mode: u8,
-        fair: u32,
-        guaranteed: u32,
-        balance: u32,
-        demand: u32,
-        exists: bool,
+    pub(crate) struct User {
+        /// 0 Karma, 1 max-min, 2 strict.
+        pub(crate) mode: u8,
+        pub(crate) fair: u32,
+        pub(crate) guaranteed: u32,
+        pub(crate) balance: u32,
+        pub(crate) demand: u32,
+        pub(crate) exists: bool,
     }
 
     /// (kind, start, run, base, error) of the user, from the spec's definitions with
@@ -163,7 +164,7 @@ mod tests {
     /// user keeps `min(d, g)`; max-min: every user's run is its demand; strict: `min(d,
     /// f)`. Errors: a demand of 2^31 or more; under Karma a balance, `c1`, or a donor's
     /// balance after earning all it gives, of 2^31 or more.
-    fn model(u: &User) -> (u64, u64, u64, u64, u64) {
+    pub(crate) fn model(u: &User) -> (u64, u64, u64, u64, u64) {
         if !u.exists {
             return (kind::NONE, 0, 0, 0, 0);
         }
