@@ -81,3 +81,54 @@ impl Logic for CountLane {
         self.at.next = self.at_r.q.val();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// A new (probe, start, run) every cycle, each result two cycles later against the
+    /// definition (`clamp(t - start, 0, run)`, at when `start <= t < start + run`),
+    /// with probes at, just below and just above the run's ends.
+    #[test]
+    fn counts_the_keys_below_the_probe_two_cycles_later() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut c = CountLane::default();
+        c.connect_all();
+        let rows: Vec<(u64, u64, u64)> = (0..5_000)
+            .map(|_| {
+                let start = u64::from(rng.gen::<u32>() >> rng.gen_range(0..32));
+                let span: u64 = 1 << rng.gen_range(0..32);
+                let run = rng.gen_range(0..=(u64::from(u32::MAX) - start).min(span));
+                let probe = match rng.gen_range(0..4) {
+                    0 => start + rng.gen_range(0..3),
+                    1 => (start + run).saturating_sub(1) + rng.gen_range(0..3),
+                    2 => start.saturating_sub(1),
+                    _ => u64::from(rng.gen::<u32>()),
+                };
+                (probe.min(u64::from(u32::MAX)), start, run)
+            })
+            .collect();
+        let (mut at, mut inside) = (0, 0);
+        for t in 0..rows.len() + 2 {
+            if let Some(&(p, s, r)) = rows.get(t) {
+                c.probe.next = p.into();
+                c.start.next = s.into();
+                c.run.next = r.into();
+            }
+            assert!(simulate(&mut c, 100));
+            c.clock.next = true.into();
+            assert!(simulate(&mut c, 100));
+            c.clock.next = false.into();
+            assert!(simulate(&mut c, 100));
+            if let Some(&(p, s, r)) = t.checked_sub(1).and_then(|k| rows.get(k)) {
+                let want = (p.saturating_sub(s).min(r), s <= p && p < s + r);
+                assert_eq!((c.count.val().to_u64(), c.at.val()), want, "probe {p}, run {s} + {r}");
+                at += usize::from(want.1);
+                inside += usize::from(want.0 > 0 && want.0 < r);
+            }
+        }
+        assert!(at > 1_000 && inside > 500, "{at} probes at a key, {inside} inside a run");
+    }
+}
