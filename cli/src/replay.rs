@@ -108,64 +108,173 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
     let trace = scan_trace(req.trace)?;
     let config = pool_for(&trace, &req.users, req.initial_credits)?;
     let names: Vec<String> = config.users.iter().map(|u| u.name.clone()).collect();
-    let n = names.len();
+    let mut out = open_output(req)?;
+    let mut start = Resume {
+        allocator: fairshare::Allocator::new(config.clone(), req.policy)?,
+        recorder: Recorder::new(names.len(), config.capacity()),
+        done: 0,
+    };
+    let mut rows = match req.state {
+        None => Rows::Direct(csv::Writer::from_writer(out.take().unwrap_or_else(Output::discard))),
+        Some(dir) => open_ledgered_rows(req, dir, &trace, &config, &mut start)?,
+    };
+    let format = RowFormat {
+        names: &names,
+        dense: req.dense,
+        credits_column: req.policy == Policy::Karma,
+        // Rows nobody reads (--json without --out, no ledger) are not formatted.
+        skip: matches!(rows, Rows::Direct(_)) && req.json && req.out.is_none(),
+    };
+    if start.done == 0 {
+        write_record(&mut rows, format.header())?;
+    }
+    let mut pool = req.backend.offload_from(start.allocator, req.device)?;
+    let mut recorder = start.recorder;
+    run_quanta(req, &trace, &format, &mut pool, &mut rows, &mut recorder, start.done)?;
+    pool.settle();
+    crate::backend::report(&pool);
+    finish_rows(req, rows, out)?;
+    summarize(req, &config, &pool, recorder)
+}
+
+/// Opens the output for the rows, unless nobody would read them: with --json and no
+/// --out, stdout holds the JSON summary and no rows.
+fn open_output(req: &ReplayRequest) -> Result<Option<Output>, CliError> {
     let mut inputs = vec![req.trace];
     if let UserSource::File(p) = req.users {
         inputs.push(p);
     }
-    // With --json and no --out, stdout holds the JSON summary and no rows.
-    let mut out = if req.json && req.out.is_none() { None } else { Some(Output::open(req.out, &inputs)?) };
-    let mut allocator = fairshare::Allocator::new(config.clone(), req.policy)?;
-    let mut recorder = Recorder::new(n, config.capacity());
-    let mut done = 0;
-    let mut rows = match req.state {
-        None => Rows::Direct(csv::Writer::from_writer(out.take().unwrap_or_else(Output::discard))),
-        Some(dir) => {
-            let run = run_id(req, &trace, &config)?;
-            let (ledger, latest) = Ledger::open_run::<SavedRun>(dir, |cp| &cp.run, &run)?;
-            let path = dir.join("rows.csv");
-            let mut len = 0;
-            if let Some(cp) = latest {
-                allocator = fairshare::Allocator::from_state(cp.pool)?;
-                recorder = cp.recorder.into_owned();
-                done = cp.quanta;
-                len = cp.rows_len;
-            }
-            let mut file = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .read(true)
-                .write(true)
-                .open(&path)
-                .map_err(CliError::file("opening", &path))?;
-            let have = file.metadata().map_err(CliError::file("reading the length of", &path))?.len();
-            if have < len {
-                return Err(CliError::Damaged {
-                    path,
-                    reason: format!("holds {have} bytes where the ledger committed {len}: the folder is damaged"),
-                });
-            }
-            // Rows written after the last commit belong to no committed quantum.
-            file.set_len(len)
-                .and_then(|_| file.seek(SeekFrom::Start(len)))
-                .map_err(CliError::file("cutting back to its committed rows", &path))?;
-            Rows::Ledgered { ledger, csv: csv::Writer::from_writer(file), path, len, run }
-        }
-    };
-    let credits_column = req.policy == Policy::Karma;
-    let header: &[&str] = if credits_column {
-        &["quantum", "user", "demand", "alloc", "credits"]
-    } else {
-        &["quantum", "user", "demand", "alloc"]
-    };
-    if done == 0 {
-        write_record(&mut rows, header)?;
+    Ok(if req.json && req.out.is_none() { None } else { Some(Output::open(req.out, &inputs)?) })
+}
+
+/// Where the run continues from: a fresh pool, or the ledger's last committed quantum.
+struct Resume {
+    allocator: fairshare::Allocator,
+    recorder: Recorder,
+    /// Quanta already done (and committed) by an earlier run.
+    done: usize,
+}
+
+/// Opens the ledger in `dir` (refusing one of another run), resumes `start` from its
+/// last committed quantum, and opens `rows.csv` cut back to that quantum's rows.
+fn open_ledgered_rows(
+    req: &ReplayRequest,
+    dir: &Path,
+    trace: &TraceIndex,
+    config: &PoolConfig,
+    start: &mut Resume,
+) -> Result<Rows, CliError> {
+    let run = run_id(req, trace, config)?;
+    let (ledger, latest) = Ledger::open_run::<SavedRun>(dir, |cp| &cp.run, &run)?;
+    let path = dir.join("rows.csv");
+    let mut len = 0;
+    if let Some(cp) = latest {
+        start.allocator = fairshare::Allocator::from_state(cp.pool)?;
+        start.recorder = cp.recorder.into_owned();
+        start.done = cp.quanta;
+        len = cp.rows_len;
     }
-    let mut pool = req.backend.offload_from(allocator, req.device)?;
-    let mut reader = QuantumReader::open(req.trace, &names)?;
+    let file = open_committed_rows(&path, len)?;
+    Ok(Rows::Ledgered { ledger, csv: csv::Writer::from_writer(file), path, len, run })
+}
+
+/// Opens (or creates) the ledger's `rows.csv` positioned at the end of its `len`
+/// committed bytes; a file shorter than that is damage.
+fn open_committed_rows(path: &Path, len: u64) -> Result<File, CliError> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(CliError::file("opening", path))?;
+    let have = file.metadata().map_err(CliError::file("reading the length of", path))?.len();
+    if have < len {
+        return Err(CliError::Damaged {
+            path: path.to_path_buf(),
+            reason: format!("holds {have} bytes where the ledger committed {len}: the folder is damaged"),
+        });
+    }
+    // Rows written after the last commit belong to no committed quantum.
+    file.set_len(len)
+        .and_then(|_| file.seek(SeekFrom::Start(len)))
+        .map_err(CliError::file("cutting back to its committed rows", path))?;
+    Ok(file)
+}
+
+/// Which rows a quantum writes, and with which columns.
+struct RowFormat<'a> {
+    /// The users' names, in the pool's order.
+    names: &'a [String],
+    /// A row for every user, not only those with a line, an allocation or a change of
+    /// credits.
+    dense: bool,
+    /// The `credits` column (Karma only).
+    credits_column: bool,
+    /// No rows at all: nobody would read them.
+    skip: bool,
+}
+
+impl RowFormat<'_> {
+    /// The CSV header.
+    fn header(&self) -> &'static [&'static str] {
+        if self.credits_column {
+            &["quantum", "user", "demand", "alloc", "credits"]
+        } else {
+            &["quantum", "user", "demand", "alloc"]
+        }
+    }
+
+    /// Writes one quantum's rows.
+    fn write_quantum(&self, rows: &mut Rows, quantum: &QuantumRows) -> Result<(), CliError> {
+        if self.skip {
+            return Ok(());
+        }
+        let QuantumRows { label, demand, present, alloc, before, after } = *quantum;
+        for u in 0..self.names.len() {
+            if !(self.dense || present[u] || alloc[u] > 0 || before[u] != after[u]) {
+                continue;
+            }
+            let (d, a, c) = (demand[u].to_string(), alloc[u].to_string(), after[u].to_string());
+            let mut row = vec![label, self.names[u].as_str(), d.as_str(), a.as_str()];
+            if self.credits_column {
+                row.push(c.as_str());
+            }
+            write_record(rows, &row)?;
+        }
+        Ok(())
+    }
+}
+
+/// One quantum's results, as its rows show them.
+#[derive(Clone, Copy)]
+struct QuantumRows<'a> {
+    /// The trace's label of the quantum.
+    label: &'a str,
+    demand: &'a [u64],
+    /// Which users have a line in the quantum.
+    present: &'a [bool],
+    alloc: &'a [u64],
+    /// Credits before the quantum (empty when dense: every row is written anyway).
+    before: &'a [Credits],
+    after: &'a [Credits],
+}
+
+/// Runs the trace's quanta after the first `done` through the pool, writing each one's
+/// rows and (with a ledger) committing it.
+fn run_quanta(
+    req: &ReplayRequest,
+    trace: &TraceIndex,
+    format: &RowFormat,
+    pool: &mut fairshare::offload::Offload,
+    rows: &mut Rows,
+    recorder: &mut Recorder,
+    done: usize,
+) -> Result<(), CliError> {
+    let names = format.names;
+    let n = names.len();
+    let mut reader = QuantumReader::open(req.trace, names)?;
     let (mut demand, mut present) = (vec![0u64; n], vec![false; n]);
-    // Rows nobody reads (--json without --out, no ledger) are not formatted.
-    let skip_rows = matches!(rows, Rows::Direct(_)) && req.json && req.out.is_none();
     let mut before: Vec<Credits> = Vec::with_capacity(n);
     let bar = progress(trace.quanta, "replay");
     let mut q = 0;
@@ -178,7 +287,7 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
             before.clear();
             before.extend_from_slice(pool.allocator().credits());
         }
-        pool.allocate(&demand).map_err(|e| quantum_error(&trace, label, &names, e))?;
+        pool.allocate(&demand).map_err(|e| quantum_error(trace, label, names, e))?;
         if matches!(rows, Rows::Ledgered { .. }) {
             // The ledger and its rows hold verified results only: wait for the verifier
             // (async) before they are written; a mismatch puts the software's in place.
@@ -187,36 +296,43 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
         let (alloc, after) = (pool.allocator().allocations(), pool.allocator().credits());
         recorder.record(&demand, alloc);
         let label = label.to_string();
-        for u in (0..n).filter(|_| !skip_rows) {
-            if !(req.dense || present[u] || alloc[u] > 0 || before[u] != after[u]) {
-                continue;
-            }
-            let (d, a, c) = (demand[u].to_string(), alloc[u].to_string(), after[u].to_string());
-            let mut row = vec![label.as_str(), names[u].as_str(), d.as_str(), a.as_str()];
-            if credits_column {
-                row.push(c.as_str());
-            }
-            write_record(&mut rows, &row)?;
-        }
-        if let Rows::Ledgered { ledger, csv, path, len, run } = &mut rows {
-            let io = |e: io::Error| CliError::File { what: "writing", path: path.clone(), source: e };
-            csv.flush().map_err(io)?;
-            csv.get_ref().sync_data().map_err(io)?;
-            *len = (&mut csv.get_ref()).stream_position().map_err(io)?;
-            let cp = SavedRun {
-                run: Cow::Borrowed(run),
-                quanta: q,
-                rows_len: *len,
-                pool: pool.allocator().export_state(),
-                recorder: Cow::Borrowed(&recorder),
-            };
-            ledger.commit_json(&cp)?;
-        }
+        let quantum = QuantumRows { label: &label, demand: &demand, present: &present, alloc, before: &before, after };
+        format.write_quantum(rows, &quantum)?;
+        commit_quantum(rows, q, pool, recorder)?;
         bar.inc(1);
     }
     bar.finish_and_clear();
-    pool.settle();
-    crate::backend::report(&pool);
+    Ok(())
+}
+
+/// With a ledger, makes the quantum's rows durable and then commits the run's state
+/// after `quanta` quanta; without one, does nothing.
+fn commit_quantum(
+    rows: &mut Rows,
+    quanta: usize,
+    pool: &fairshare::offload::Offload,
+    recorder: &Recorder,
+) -> Result<(), CliError> {
+    if let Rows::Ledgered { ledger, csv, path, len, run } = rows {
+        let io = |e: io::Error| CliError::File { what: "writing", path: path.clone(), source: e };
+        csv.flush().map_err(io)?;
+        csv.get_ref().sync_data().map_err(io)?;
+        *len = (&mut csv.get_ref()).stream_position().map_err(io)?;
+        let cp = SavedRun {
+            run: Cow::Borrowed(run),
+            quanta,
+            rows_len: *len,
+            pool: pool.allocator().export_state(),
+            recorder: Cow::Borrowed(recorder),
+        };
+        ledger.commit_json(&cp)?;
+    }
+    Ok(())
+}
+
+/// Delivers the rows: flushes and commits the direct output, or copies the ledger's
+/// `rows.csv` to the output (if any).
+fn finish_rows(req: &ReplayRequest, rows: Rows, out: Option<Output>) -> Result<(), CliError> {
     match rows {
         Rows::Direct(mut csv) => {
             csv.flush().map_err(|e| csv.get_ref().error(e))?;
@@ -235,7 +351,7 @@ fn replay(req: &ReplayRequest) -> Result<(), CliError> {
             }
         }
     }
-    summarize(req, &config, &pool, recorder)
+    Ok(())
 }
 
 /// Writes one CSV record.
