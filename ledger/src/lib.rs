@@ -362,42 +362,9 @@ impl Ledger {
     /// ends before the last commit that returned, is an error and changes nothing.
     pub fn open(dir: &Path) -> Result<(Ledger, Recovered), LedgerError> {
         fs::create_dir_all(dir).map_err(io_error("creating the folder", dir))?;
-        let lock_path = dir.join("lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_error("opening", &lock_path))?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-            .map_err(|_| LedgerError::Busy { path: dir.to_path_buf() })?;
+        let lock = lock_folder(dir)?;
         let snapshot_path = dir.join("snapshot");
-        let damaged = |path: &Path, offset: usize, reason: &str| LedgerError::Damaged {
-            path: path.to_path_buf(),
-            offset: offset as u64,
-            reason: reason.to_string(),
-        };
-        // The latest whole state: (commit number, bytes).
-        let mut latest: Option<(u64, Vec<u8>)> = match fs::read(&snapshot_path) {
-            Ok(bytes) => {
-                let r = records(&bytes);
-                match (r.payloads.as_slice(), r.valid_len == bytes.len()) {
-                    ([one], true) => match numbered(one) {
-                        Some((word, state)) if word & CHANGE == 0 => Some((word, state.to_vec())),
-                        _ => return Err(damaged(&snapshot_path, 0, "the snapshot's record is not a whole state")),
-                    },
-                    _ => {
-                        return Err(LedgerError::Damaged {
-                            path: snapshot_path,
-                            offset: r.valid_len as u64,
-                            reason: "the snapshot is not exactly one whole record".into(),
-                        })
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io_error("reading", &snapshot_path)(e)),
-        };
+        let snapshot = read_snapshot(&snapshot_path)?;
         let log_path = dir.join("log");
         let mut log = OpenOptions::new()
             .create(true)
@@ -412,79 +379,17 @@ impl Ledger {
         if let Err(reason) = r.tail {
             return Err(LedgerError::Damaged { path: log_path, offset: r.valid_len as u64, reason });
         }
-        // Every record of the log with its number: the changes after the latest state count.
-        let mut offset = 0;
-        let mut changes: Vec<(u64, &[u8])> = Vec::new();
-        let mut last = latest.as_ref().map_or(0, |(s, _)| *s);
-        for payload in &r.payloads {
-            let (word, body) =
-                numbered(payload).ok_or_else(|| damaged(&log_path, offset, "a record without its number"))?;
-            let seq = word & !CHANGE;
-            last = last.max(seq);
-            if word & CHANGE != 0 {
-                changes.push((seq, body));
-            } else if latest.as_ref().is_none_or(|(s, _)| seq > *s) {
-                latest = Some((seq, body.to_vec()));
-            }
-            offset += HEADER + payload.len();
-        }
-        let since = latest.as_ref().map_or(0, |(s, _)| *s);
-        let changes: Vec<(u64, &[u8])> = changes.into_iter().filter(|(s, _)| *s > since).collect();
-        // The changes after the state are every commit after it, none missing: a gap is
-        // a lost state (a snapshot gone, the log's older part lost), not a crash's trace.
-        if let Some(k) = changes.iter().zip(since + 1..).position(|((s, _), want)| *s != want) {
-            let (found, want) = (changes[k].0, since + 1 + k as u64);
-            let path = if since == 0 { snapshot_path.clone() } else { log_path.clone() };
-            return Err(damaged(
-                &path,
-                0,
-                &format!(
-                    "commit {found} follows commit {} directly: commits {want} to {} are missing",
-                    want - 1,
-                    found - 1
-                ),
-            ));
-        }
-        let changes: Vec<Vec<u8>> = changes.into_iter().map(|(_, b)| b.to_vec()).collect();
+        let Applied { latest, changes, last } = apply_log(snapshot, &r.payloads, &snapshot_path, &log_path)?;
         // The last commit that returned, as `head` remembers it.
         let head_path = dir.join("head");
-        let head_bytes = match fs::read(&head_path) {
-            Ok(b) => Some(b),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io_error("reading", &head_path)(e)),
-        };
-        // A head shorter than a slot was never written whole (its creation was cut): as absent.
-        let head_bytes = head_bytes.filter(|b| b.len() >= HEAD_SLOT);
-        if let Some(b) = &head_bytes {
-            let Some(acknowledged) = Head::read(b) else {
-                return Err(damaged(&head_path, 0, "neither slot of the head file is valid"));
-            };
-            if acknowledged > last {
-                return Err(LedgerError::Truncated { path: dir.to_path_buf(), found: last, acknowledged });
-            }
-        }
+        let head_bytes = read_head(dir, &head_path, last)?;
         let log_len = r.valid_len as u64;
         if log_len < bytes.len() as u64 {
             log.set_len(log_len).map_err(io_error("cutting the torn end of", &log_path))?;
             log.sync_all().map_err(io_error("syncing", &log_path))?;
         }
         log.seek(SeekFrom::Start(log_len)).map_err(io_error("seeking in", &log_path))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&head_path)
-            .map_err(io_error("opening", &head_path))?;
-        let mut head = Head { path: head_path, file };
-        if head_bytes.as_ref().is_none_or(|b| b.len() < 2 * HEAD_SLOT) {
-            // A new ledger, or one written before `head` existed: both slots, made durable
-            // (and allocated, so that later writes need no space).
-            for slot in [0, 1] {
-                head.write_slot(slot, last).map_err(io_error("writing", &head.path))?;
-            }
-            head.file.sync_all().map_err(io_error("syncing", &head.path))?;
-            File::open(dir).and_then(|d| d.sync_all()).map_err(io_error("syncing", dir))?;
-        }
+        let head = open_head(dir, head_path, head_bytes.as_deref(), last)?;
         let recovered = Recovered { state: latest.map(|(_, state)| state), changes };
         let ledger = Ledger { dir: dir.to_path_buf(), log, log_len, seq: last, torn: false, head, _lock: lock };
         Ok((ledger, recovered))
@@ -592,6 +497,146 @@ impl Ledger {
         }
         Ok(())
     }
+}
+
+/// A [`LedgerError::Damaged`] of `path` at `offset`.
+fn damaged(path: &Path, offset: usize, reason: &str) -> LedgerError {
+    LedgerError::Damaged { path: path.to_path_buf(), offset: offset as u64, reason: reason.to_string() }
+}
+
+/// Opens the folder's `lock` file and holds it exclusively: a second writer is refused.
+fn lock_folder(dir: &Path) -> Result<File, LedgerError> {
+    let lock_path = dir.join("lock");
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io_error("opening", &lock_path))?;
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        .map_err(|_| LedgerError::Busy { path: dir.to_path_buf() })?;
+    Ok(lock)
+}
+
+/// The snapshot's whole state with its commit number, `None` without a snapshot. A
+/// snapshot that is not exactly one whole state is damage.
+fn read_snapshot(snapshot_path: &Path) -> Result<Option<(u64, Vec<u8>)>, LedgerError> {
+    let bytes = match fs::read(snapshot_path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error("reading", snapshot_path)(e)),
+    };
+    let r = records(&bytes);
+    match (r.payloads.as_slice(), r.valid_len == bytes.len()) {
+        ([one], true) => match numbered(one) {
+            Some((word, state)) if word & CHANGE == 0 => Ok(Some((word, state.to_vec()))),
+            _ => Err(damaged(snapshot_path, 0, "the snapshot's record is not a whole state")),
+        },
+        _ => Err(LedgerError::Damaged {
+            path: snapshot_path.to_path_buf(),
+            offset: r.valid_len as u64,
+            reason: "the snapshot is not exactly one whole record".into(),
+        }),
+    }
+}
+
+/// What the snapshot and the log hold together.
+struct Applied {
+    /// The latest whole state: (commit number, bytes).
+    latest: Option<(u64, Vec<u8>)>,
+    /// The changes committed after that state, oldest first.
+    changes: Vec<Vec<u8>>,
+    /// The highest commit number of the snapshot and the log.
+    last: u64,
+}
+
+/// Reads the log's records (`payloads`) on top of the snapshot's state `latest`: the
+/// state of the highest commit number wins, and the changes after it must be every
+/// commit after it, none missing.
+fn apply_log(
+    mut latest: Option<(u64, Vec<u8>)>,
+    payloads: &[&[u8]],
+    snapshot_path: &Path,
+    log_path: &Path,
+) -> Result<Applied, LedgerError> {
+    // Every record of the log with its number: the changes after the latest state count.
+    let mut offset = 0;
+    let mut changes: Vec<(u64, &[u8])> = Vec::new();
+    let mut last = latest.as_ref().map_or(0, |(s, _)| *s);
+    for payload in payloads {
+        let (word, body) = numbered(payload).ok_or_else(|| damaged(log_path, offset, "a record without its number"))?;
+        let seq = word & !CHANGE;
+        last = last.max(seq);
+        if word & CHANGE != 0 {
+            changes.push((seq, body));
+        } else if latest.as_ref().is_none_or(|(s, _)| seq > *s) {
+            latest = Some((seq, body.to_vec()));
+        }
+        offset += HEADER + payload.len();
+    }
+    let since = latest.as_ref().map_or(0, |(s, _)| *s);
+    let changes: Vec<(u64, &[u8])> = changes.into_iter().filter(|(s, _)| *s > since).collect();
+    // The changes after the state are every commit after it, none missing: a gap is
+    // a lost state (a snapshot gone, the log's older part lost), not a crash's trace.
+    if let Some(k) = changes.iter().zip(since + 1..).position(|((s, _), want)| *s != want) {
+        let (found, want) = (changes[k].0, since + 1 + k as u64);
+        let path = if since == 0 { snapshot_path } else { log_path };
+        return Err(damaged(
+            path,
+            0,
+            &format!(
+                "commit {found} follows commit {} directly: commits {want} to {} are missing",
+                want - 1,
+                found - 1
+            ),
+        ));
+    }
+    let changes: Vec<Vec<u8>> = changes.into_iter().map(|(_, b)| b.to_vec()).collect();
+    Ok(Applied { latest, changes, last })
+}
+
+/// The bytes of `head` (`None` if it is absent or was never written whole), checked
+/// against `last`, the highest commit the log and snapshot hold: a log that ends before
+/// the commit `head` acknowledged was truncated.
+fn read_head(dir: &Path, head_path: &Path, last: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+    let head_bytes = match fs::read(head_path) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io_error("reading", head_path)(e)),
+    };
+    // A head shorter than a slot was never written whole (its creation was cut): as absent.
+    let head_bytes = head_bytes.filter(|b| b.len() >= HEAD_SLOT);
+    if let Some(b) = &head_bytes {
+        let Some(acknowledged) = Head::read(b) else {
+            return Err(damaged(head_path, 0, "neither slot of the head file is valid"));
+        };
+        if acknowledged > last {
+            return Err(LedgerError::Truncated { path: dir.to_path_buf(), found: last, acknowledged });
+        }
+    }
+    Ok(head_bytes)
+}
+
+/// Opens `head` for the commits to come; one missing or with fewer than two slots
+/// (`head_bytes`) gets both, recording `last`.
+fn open_head(dir: &Path, head_path: PathBuf, head_bytes: Option<&[u8]>, last: u64) -> Result<Head, LedgerError> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&head_path)
+        .map_err(io_error("opening", &head_path))?;
+    let mut head = Head { path: head_path, file };
+    if head_bytes.is_none_or(|b| b.len() < 2 * HEAD_SLOT) {
+        // A new ledger, or one written before `head` existed: both slots, made durable
+        // (and allocated, so that later writes need no space).
+        for slot in [0, 1] {
+            head.write_slot(slot, last).map_err(io_error("writing", &head.path))?;
+        }
+        head.file.sync_all().map_err(io_error("syncing", &head.path))?;
+        File::open(dir).and_then(|d| d.sync_all()).map_err(io_error("syncing", dir))?;
+    }
+    Ok(head)
 }
 
 #[cfg(test)]
