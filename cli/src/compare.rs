@@ -86,6 +86,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode, CliError> {
         out,
         no_plots,
         json,
+        matrix,
     } = args;
     let setup = Setup {
         users,
@@ -99,8 +100,39 @@ pub fn run(args: CompareArgs) -> Result<ExitCode, CliError> {
         conformance: true,
     };
     let req = CompareRequest { setup, backends: backend, device: device.options(), out, plots: !no_plots, json };
-    write_report(&req)?;
+    if matrix {
+        write_matrix(&req)?;
+    } else {
+        write_report(&req)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs every workload of the matrix with a progress bar, writes its folder, prints
+/// the table and which policy is fairest on each workload.
+fn write_matrix(req: &CompareRequest) -> Result<(), CliError> {
+    check(&req.setup)?;
+    let target = ReportFolder::new(&req.out)?;
+    if req.plots {
+        fairshare_report::font::register()?;
+    }
+    let workloads = fairshare_sim::matrix::WORKLOADS;
+    let bar = progress(workloads.len() * req.setup.variants().len() * req.setup.quanta, "matrix");
+    let cells = fairshare_sim::matrix::matrix(&req.setup, &workloads, || bar.inc(1))?;
+    bar.finish_and_clear();
+    target.write(|dir| fairshare_report::matrix::write(dir, &req.setup, &cells, req.plots))?;
+    if req.json {
+        outln!("{:#}", serde_json::json!({ "cells": cells, "report": req.out.display().to_string() }))?;
+        return Ok(());
+    }
+    let (header, rows) = fairshare_report::matrix::cells(&cells);
+    out!("{}", table(&header, &rows))?;
+    outln!("\n{}\n", fairshare_report::matrix::DEFINITIONS)?;
+    for v in fairshare_report::matrix::verdicts(&cells) {
+        outln!("{v}")?;
+    }
+    outln!("\nReport written to {}", req.out.display())?;
+    Ok(())
 }
 
 /// Runs the comparison, writes the report folder, prints the summary.

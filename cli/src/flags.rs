@@ -309,6 +309,12 @@ pub struct CompareArgs {
     /// Print the summary as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Run every workload but figure-2 (bursty, steady, on-off, heavy-tailed, diurnal)
+    /// with these policies and alphas on the software allocator, and write one table of
+    /// them all (matrix.csv, summary.md, fairness_matrix.svg/png) instead of one
+    /// workload's report.
+    #[arg(long, conflicts_with_all = ["workload", "backend"])]
+    pub matrix: bool,
 }
 
 /// `fairshare replay`'s flags.

@@ -158,3 +158,48 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert_refused(&["compare", "--out", nowhere.to_str().expect("utf-8")], "does not exist", &nowhere);
     assert!(!fresh.exists(), "nothing was created");
 }
+
+/// The matrix holds every workload but figure-2 with every variant, each cell the
+/// same run `compare --workload W` makes alone (fairness, Jain's index and
+/// utilization equal to the digit); its files are written, a bad flag refuses it.
+#[test]
+fn the_matrix_is_every_workload_each_cell_its_own_comparison() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("matrix");
+    let out_s = out.to_str().expect("utf-8 path");
+    let mut args = vec!["compare", "--matrix", "--out", out_s, "--json", "--alpha", "0.5,0"];
+    args.extend(SMALL);
+    let v = json(&fairshare(&args));
+    let cells = v["cells"].as_array().expect("cells array");
+    let workloads = ["bursty", "steady", "on-off", "heavy-tailed", "diurnal"];
+    assert_eq!(cells.len(), workloads.len() * 4, "karma at two alphas, max-min, strict per workload");
+    for w in workloads {
+        let one = dir.path().join(format!("one-{w}"));
+        let mut args = vec!["compare", "--workload", w, "--out", one.to_str().expect("utf-8"), "--json", "--no-plots"];
+        args.extend(["--alpha", "0.5,0"]);
+        args.extend(SMALL);
+        let alone = json(&fairshare(&args));
+        let runs = alone["policies"].as_array().expect("policies");
+        let mine: Vec<&serde_json::Value> = cells.iter().filter(|c| c["workload"] == w).collect();
+        assert_eq!(mine.len(), runs.len(), "{w}");
+        for (c, r) in mine.iter().zip(runs) {
+            for key in ["policy", "alpha", "fairness", "jain", "utilization", "min_welfare", "disparity"] {
+                assert_eq!(c[key], r[key], "{w}: {key} of {c} vs {r}");
+            }
+            let spread = c["allocation_spread"].as_f64().expect("spread");
+            assert!((0.0..10.0).contains(&spread), "{c}");
+        }
+    }
+    let lines = std::fs::read_to_string(out.join("matrix.csv")).expect("csv").lines().count();
+    assert_eq!(lines, 1 + workloads.len() * 4);
+    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary");
+    for w in workloads {
+        assert!(summary.contains(&format!("- {w}: ")), "a verdict for {w}: {summary}");
+    }
+    let svg = std::fs::read_to_string(out.join("fairness_matrix.svg")).expect("svg");
+    assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
+    let fresh = dir.path().join("fresh");
+    let f = fresh.to_str().expect("utf-8");
+    assert_refused(&["compare", "--matrix", "--workload", "steady", "--out", f], "cannot be used with", &fresh);
+    assert_refused(&["compare", "--matrix", "--out", f, "--users", "0"], "at least 1", &fresh);
+}

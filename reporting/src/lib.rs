@@ -15,6 +15,7 @@ pub mod chart;
 pub mod comparison;
 pub mod folder;
 pub mod font;
+pub mod matrix;
 pub mod plots;
 pub mod table;
 

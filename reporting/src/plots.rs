@@ -16,7 +16,7 @@ fn err<E: std::fmt::Display>(e: E) -> String {
 }
 
 /// Colors for series, in order.
-fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     const PALETTE: [RGBColor; 6] = [
         RGBColor(31, 119, 180),
         RGBColor(214, 39, 40),

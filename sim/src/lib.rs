@@ -3,10 +3,12 @@
 //! Runs policies over many quanta of changing demands and measures what they do to the
 //! users: seeded, reproducible demand generators ([`workload`]), the metrics the field
 //! reports ([`metrics`]) and the loop that drives an [`fairshare::Allocator`] through a
-//! workload ([`run`]); and policies side by side for the evaluation report
-//! ([`compare`]). Depends on the core library only.
+//! workload ([`run`]); policies side by side for the evaluation report
+//! ([`compare`]), and across every workload and alpha ([`matrix`]). Depends on the
+//! core library only.
 
 pub mod compare;
+pub mod matrix;
 pub mod metrics;
 pub mod workload;
 

@@ -76,6 +76,41 @@ pub struct Summary {
     pub quantum_time: Option<QuantumTime>,
 }
 
+impl Summary {
+    /// How unequal the users' total useful allocations are: their standard deviation
+    /// over their mean, among the users who demanded anything (0 when fewer than two
+    /// did, or none got anything). Karma's credits aim to make it small; welfare
+    /// divides each total by the user's own demand, so the two can disagree.
+    pub fn allocation_spread(&self) -> f64 {
+        let xs: Vec<f64> = self.demanding().map(|(a, _)| a).collect();
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        if xs.len() < 2 || mean <= 0.0 {
+            return 0.0;
+        }
+        (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt() / mean
+    }
+
+    /// Pearson's correlation, across the users who demanded anything, between a
+    /// user's total demand and its welfare: near -1, the users who asked for more
+    /// received a smaller fraction of it (a policy equalizing totals does that); `None`
+    /// with fewer than two such users or when either is the same for all of them.
+    pub fn demand_welfare_correlation(&self) -> Option<f64> {
+        let pairs: Vec<(f64, f64)> = self.demanding().map(|(a, d)| (d, a / d)).collect();
+        let n = pairs.len() as f64;
+        let (md, mw) = (pairs.iter().map(|p| p.0).sum::<f64>() / n, pairs.iter().map(|p| p.1).sum::<f64>() / n);
+        let cov: f64 = pairs.iter().map(|p| (p.0 - md) * (p.1 - mw)).sum();
+        let sd = pairs.iter().map(|p| (p.0 - md).powi(2)).sum::<f64>().sqrt();
+        let sw = pairs.iter().map(|p| (p.1 - mw).powi(2)).sum::<f64>().sqrt();
+        (pairs.len() >= 2 && sd > 0.0 && sw > 0.0).then(|| cov / (sd * sw))
+    }
+
+    /// `(total useful allocation, total demand)` of each user who demanded anything.
+    fn demanding(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.total_alloc.iter().zip(&self.total_demand).filter(|(_, &d)| d > 0).map(|(&a, &d)| (a as f64, d as f64))
+    }
+}
+
 impl Recorder {
     /// A recorder for `users` users sharing `capacity` slices.
     pub fn new(users: usize, capacity: u64) -> Self {
@@ -196,6 +231,26 @@ mod tests {
         assert_eq!(s.utilization, 0.3);
         assert_eq!(s.utilization_of_demand, 3.0 / 8.0);
         assert_eq!(s.disparity, f64::INFINITY);
+    }
+
+    #[test]
+    fn spread_and_correlation_of_a_hand_computed_run() {
+        // Totals 2, 4, 6 of demands 4, 4, 6 (welfare 0.5, 1, 1); user 3 never asks.
+        let mut r = Recorder::new(4, 100);
+        r.record(&[4, 4, 6, 0], &[2, 4, 6, 0]);
+        let s = r.finish();
+        // Mean 4, population deviation sqrt(8/3).
+        assert!((s.allocation_spread() - (8.0f64 / 3.0).sqrt() / 4.0).abs() < 1e-12);
+        // Demands 4, 4, 6 (mean 14/3), welfare 0.5, 1, 1 (mean 5/6): covariance sum
+        // (-2/3)(-1/3) + (-2/3)(1/6) + (4/3)(1/6) = 1/3; deviations sqrt(8/3), sqrt(1/6).
+        let want = (1.0 / 3.0) / ((8.0f64 / 3.0).sqrt() * (1.0f64 / 6.0).sqrt());
+        let got = s.demand_welfare_correlation().expect("three users with demand");
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        // All users equal: no spread, no correlation to speak of.
+        let mut r = Recorder::new(2, 10);
+        r.record(&[3, 3], &[2, 2]);
+        let s = r.finish();
+        assert_eq!((s.allocation_spread(), s.demand_welfare_correlation()), (0.0, None));
     }
 
     #[test]

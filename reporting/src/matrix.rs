@@ -1,0 +1,192 @@
+//! The policy matrix as files (`fairshare compare --matrix`): `matrix.csv`, one line
+//! per workload, policy and alpha; `summary.md` with the table and, per workload, which
+//! policy is fairest; and the plot a user looks at first, Karma's fairness against
+//! alpha beside max-min's, one color per workload.
+
+use std::io::Write;
+use std::path::Path;
+
+use fairshare_sim::compare::Setup;
+use fairshare_sim::matrix::Cell;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::chart::{legend, Chart};
+use crate::plots::color;
+use crate::table::{csv_file, markdown, ratio};
+use crate::ReportError;
+
+/// The plot's file name, without extension.
+pub const PLOT: &str = "fairness_matrix";
+
+/// The header and cells of the matrix table.
+pub fn cells(cells: &[Cell]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let header = vec![
+        "workload",
+        "policy",
+        "alpha",
+        "fairness",
+        "worst welfare",
+        "disparity",
+        "jain",
+        "utilization",
+        "allocation spread",
+        "r(demand, welfare)",
+    ];
+    let rows = cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.workload.to_string(),
+                c.policy.to_string(),
+                c.alpha.map_or("-".into(), |a| a.to_string()),
+                ratio(c.fairness),
+                ratio(c.min_welfare),
+                c.disparity.map_or("inf".into(), ratio),
+                ratio(c.jain),
+                ratio(c.utilization),
+                ratio(c.allocation_spread),
+                c.demand_welfare_correlation.map_or("-".into(), |r| format!("{r:+.2}")),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// What the two added columns mean.
+pub const DEFINITIONS: &str = "fairness = worst / best welfare, welfare = a user's useful allocation / its demand; \
+disparity = median / worst welfare; jain = Jain's index of the users' totals; allocation spread = standard \
+deviation / mean of the users' total allocations; r(demand, welfare) = correlation across users of total demand \
+and welfare (near -1: who asked for more got a smaller fraction of it).";
+
+/// Per workload, one sentence: the fairest policy, and Karma's best alpha against
+/// max-min where both ran.
+pub fn verdicts(cells: &[Cell]) -> Vec<String> {
+    let mut workloads: Vec<&str> = cells.iter().map(|c| c.workload).collect();
+    workloads.dedup();
+    workloads
+        .into_iter()
+        .map(|w| {
+            let fairest = |p: Option<&str>| {
+                cells
+                    .iter()
+                    .filter(|c| c.workload == w && p.is_none_or(|p| c.policy == p))
+                    .max_by(|a, b| a.fairness.total_cmp(&b.fairness))
+            };
+            let (karma, maxmin) = (fairest(Some("karma")), fairest(Some("maxmin")));
+            match (karma, maxmin) {
+                (Some(k), Some(m)) => {
+                    let alpha = k.alpha.map_or("-".into(), |a| a.to_string());
+                    if k.fairness > m.fairness {
+                        format!(
+                            "{w}: Karma (best at alpha {alpha}: {}) is fairer than max-min ({}), {:.2}x",
+                            ratio(k.fairness),
+                            ratio(m.fairness),
+                            k.fairness / m.fairness
+                        )
+                    } else {
+                        format!(
+                            "{w}: max-min ({}) is at least as fair as Karma at every alpha (best: {} at alpha {alpha})",
+                            ratio(m.fairness),
+                            ratio(k.fairness)
+                        )
+                    }
+                }
+                _ => fairest(None).map_or(format!("{w}: no runs"), |c| {
+                    format!("{w}: fairest is {} ({})", c.policy, ratio(c.fairness))
+                }),
+            }
+        })
+        .collect()
+}
+
+/// Writes `matrix.csv`, the plot (when `plots`) and `summary.md` into `dir`.
+pub fn write(dir: &Path, setup: &Setup, cells_run: &[Cell], plots: bool) -> Result<(), ReportError> {
+    let (header, rows) = cells(cells_run);
+    csv_file(dir, "matrix.csv", &header, rows.iter().cloned())?;
+    if plots {
+        FairnessMatrix(cells_run).write(dir, PLOT)?;
+    }
+    let list = |xs: Vec<String>| xs.join(",");
+    let command = format!(
+        "fairshare compare --matrix --users {} --quanta {} --fair-share {} --alpha {} --initial-credits {} --seed {} \
+         --policies {}",
+        setup.users,
+        setup.quanta,
+        setup.fair_share,
+        list(setup.alphas.iter().map(|a| a.to_string()).collect()),
+        setup.initial_credits,
+        setup.seed,
+        list(setup.policies.iter().map(|p| p.name().to_string()).collect()),
+    );
+    let mut md = format!(
+        "# fairshare compare --matrix\n\n{} users, fair share {}, {} quanta, seed {}, {} initial credits each, every \
+         workload on the software allocator.\nGenerated by `{command}`.\n\n## Which policy is fairest\n\n",
+        setup.users, setup.fair_share, setup.quanta, setup.seed, setup.initial_credits
+    );
+    for v in verdicts(cells_run) {
+        md += &format!("- {v}\n");
+    }
+    md += "\n## Every run\n\n";
+    md += &markdown(&header, &rows);
+    md += &format!("\n{DEFINITIONS}\n");
+    if plots {
+        md += &format!("\n![Karma's fairness against alpha, max-min's dashed]({PLOT}.svg)\n");
+    }
+    let path = dir.join(crate::folder::MARKER);
+    std::fs::File::create(&path)
+        .and_then(|mut f| f.write_all(md.as_bytes()))
+        .map_err(|e| ReportError::io("writing", &path, e))
+}
+
+/// Karma's fairness against alpha, one solid line per workload, and max-min's as a
+/// dashed line of the same color: where the solid line is above, Karma is fairer.
+struct FairnessMatrix<'a>(&'a [Cell]);
+
+impl Chart for FairnessMatrix<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(root)
+            .caption("Fairness: Karma against alpha (solid), max-min (dashed)", ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.02..1.02f64, 0.0..1.05f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("alpha (guaranteed fraction of the fair share)")
+            .y_desc("fairness (worst / best welfare)")
+            .draw()
+            .map_err(err)?;
+        let mut workloads: Vec<&str> = self.0.iter().map(|c| c.workload).collect();
+        workloads.dedup();
+        for (i, w) in workloads.iter().enumerate() {
+            let style = color(i).stroke_width(3);
+            let mut karma: Vec<(f64, f64)> = self
+                .0
+                .iter()
+                .filter(|c| c.workload == *w && c.policy == "karma")
+                .filter_map(|c| c.alpha.map(|a| (a, c.fairness)))
+                .collect();
+            karma.sort_by(|a, b| a.0.total_cmp(&b.0));
+            chart
+                .draw_series(LineSeries::new(karma.clone(), style))
+                .map_err(err)?
+                .label(format!("{w}: karma"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+            chart.draw_series(karma.iter().map(|&p| Circle::new(p, 4, color(i).filled()))).map_err(err)?;
+            if let Some(m) = self.0.iter().find(|c| c.workload == *w && c.policy == "maxmin") {
+                let dashed = color(i).stroke_width(2);
+                chart
+                    .draw_series(DashedLineSeries::new(vec![(0.0, m.fairness), (1.0, m.fairness)], 8, 6, dashed))
+                    .map_err(err)?
+                    .label(format!("{w}: max-min"))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 8, y)], dashed));
+            }
+        }
+        legend(&mut chart, SeriesLabelPosition::MiddleMiddle)?;
+        root.present().map_err(err)
+    }
+}
