@@ -287,7 +287,7 @@ pub struct CompareArgs {
     /// per-user plots and the conformance experiment use.
     #[arg(long, default_value = "0.5,1,0.75,0.25,0", value_delimiter = ',')]
     pub alpha: Vec<Alpha>,
-    /// Workload: bursty, steady, on-off, heavy-tailed, diurnal or figure-2.
+    /// Workload: bursty, steady, on-off, heavy-tailed, diurnal, production or figure-2.
     #[arg(long, default_value = "bursty")]
     pub workload: fairshare_sim::workload::Workload,
     /// Policies, comma-separated.
@@ -309,10 +309,10 @@ pub struct CompareArgs {
     /// Print the summary as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Run every workload but figure-2 (bursty, steady, on-off, heavy-tailed, diurnal)
-    /// with these policies and alphas on the software allocator, and write one table of
-    /// them all (matrix.csv, summary.md, fairness_matrix.svg/png) instead of one
-    /// workload's report.
+    /// Run every workload but figure-2 (bursty, steady, on-off, heavy-tailed, diurnal,
+    /// production) with these policies and alphas on the software allocator, and write
+    /// one table of them all (matrix.csv, summary.md, fairness_matrix.svg/png) instead
+    /// of one workload's report.
     #[arg(long, conflicts_with_all = ["workload", "backend"])]
     pub matrix: bool,
 }

@@ -171,7 +171,7 @@ fn the_matrix_is_every_workload_each_cell_its_own_comparison() {
     args.extend(SMALL);
     let v = json(&fairshare(&args));
     let cells = v["cells"].as_array().expect("cells array");
-    let workloads = ["bursty", "steady", "on-off", "heavy-tailed", "diurnal"];
+    let workloads = ["bursty", "steady", "on-off", "heavy-tailed", "diurnal", "production"];
     assert_eq!(cells.len(), workloads.len() * 4, "karma at two alphas, max-min, strict per workload");
     for w in workloads {
         let one = dir.path().join(format!("one-{w}"));

@@ -12,8 +12,14 @@ use crate::workload::Workload;
 
 /// The workloads of the matrix: every built-in one except `figure-2`, which has its
 /// own three users and fair share.
-pub const WORKLOADS: [Workload; 5] =
-    [Workload::Bursty, Workload::Steady, Workload::OnOff, Workload::HeavyTailed, Workload::Diurnal];
+pub const WORKLOADS: [Workload; 6] = [
+    Workload::Bursty,
+    Workload::Steady,
+    Workload::OnOff,
+    Workload::HeavyTailed,
+    Workload::Diurnal,
+    Workload::Production,
+];
 
 /// One policy at one alpha on one workload.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -182,6 +182,75 @@ pub fn diurnal(users: usize, quanta: usize, fair_share: u64, seed: u64) -> Deman
         .collect()
 }
 
+/// The spread of each user's demand in [`production`], as standard deviation over
+/// mean: of every 20 users, 9 calm (0.2 to 0.5), 7 variable (0.5 to 1), 3 bursty (1 to
+/// 12) and 1 extreme (12 to 43), each drawn log-uniformly in its range.
+const PRODUCTION_SPREAD: [(f64, f64); 4] = [(0.2, 0.5), (0.5, 1.0), (1.0, 12.0), (12.0, 43.0)];
+
+/// Which range of [`PRODUCTION_SPREAD`] user `u` draws from, interleaved like
+/// [`bursty_kind`] so that any prefix of users is mixed.
+fn production_class(u: usize) -> usize {
+    match u % 20 {
+        0 | 2 | 4 | 6 | 8 | 10 | 12 | 14 | 16 => 0,
+        1 | 5 | 7 | 11 | 13 | 17 | 19 => 1,
+        3 | 9 | 15 => 2,
+        _ => 3,
+    }
+}
+
+/// A workload with the statistics the Karma paper reports of its production traces
+/// (section 2; `docs/spec/karma.md`, last section), each user with its own mean and
+/// its own spread instead of a few fixed kinds: 55% of users with a standard deviation
+/// of at least half their mean, 20% at least their mean, 5% at 12 to 43 times it
+/// ([`PRODUCTION_SPREAD`]). Means are uniform in `[0.6 f, 1.6 f]` (the pool is
+/// contended: total demand about 1.1 times it).
+///
+/// A user with a spread `c` below 1 follows a log-normal AR(1) process (log-scale
+/// deviation `sqrt(ln(1 + c^2))`, correlation 0.7 from one quantum to the next); one
+/// with `c` of 1 or more is idle or bursting (a Markov chain, on -> off 0.4, on a
+/// fraction `1 / (1 + c^2)` of the time, at `mean (1 + c^2)` plus or minus 20% when on,
+/// but never more than the whole pool, which is all any policy could give it), so that
+/// its demand jumps from nothing to tens or hundreds of slices within a quantum.
+pub fn production(users: usize, quanta: usize, fair_share: u64, seed: u64) -> Demands {
+    const RHO: f64 = 0.7;
+    const TO_OFF: f64 = 0.4;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let f = fair_share as f64;
+    let pool = f * users as f64;
+    let params: Vec<(f64, f64)> = (0..users)
+        .map(|u| {
+            let (lo, hi) = PRODUCTION_SPREAD[production_class(u)];
+            let spread = lo * (hi / lo).powf(rng.gen_range(0.0..=1.0));
+            (rng.gen_range(0.6..=1.6) * f, spread)
+        })
+        .collect();
+    let mut x: Vec<f64> = params.iter().map(|&(_, c)| (1.0 + c * c).ln().sqrt() * normal(&mut rng)).collect();
+    let mut on: Vec<bool> = params.iter().map(|&(_, c)| rng.gen_bool(1.0 / (1.0 + c * c))).collect();
+    (0..quanta)
+        .map(|_| {
+            (0..users)
+                .map(|u| {
+                    let (mean, c) = params[u];
+                    if c < 1.0 {
+                        let sigma = (1.0 + c * c).ln().sqrt();
+                        x[u] = RHO * x[u] + (1.0 - RHO * RHO).sqrt() * sigma * normal(&mut rng);
+                        (mean * (x[u] - sigma * sigma / 2.0).exp()).round() as u64
+                    } else {
+                        let p = 1.0 / (1.0 + c * c);
+                        let to_on = p * TO_OFF / (1.0 - p);
+                        on[u] = if on[u] { !rng.gen_bool(TO_OFF) } else { rng.gen_bool(to_on) };
+                        if on[u] {
+                            (mean / p * rng.gen_range(0.8..=1.2)).min(pool).round() as u64
+                        } else {
+                            0
+                        }
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// The Karma paper's Figure 2: three users A, B, C with fair share 2 and the five quanta
 /// of demands `(3,2,1) (3,0,0) (0,3,0) (2,2,4) (2,3,5)`, repeated to `quanta` quanta.
 /// Its first five quanta are the worked example of `docs/spec/karma.md`.
@@ -203,18 +272,21 @@ pub enum Workload {
     HeavyTailed,
     /// [`diurnal`].
     Diurnal,
+    /// [`production`].
+    Production,
     /// [`figure_2`] (3 users, fair share 2, whatever the other parameters say).
     Figure2,
 }
 
 impl Workload {
     /// Every workload.
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 7] = [
         Workload::Bursty,
         Workload::Steady,
         Workload::OnOff,
         Workload::HeavyTailed,
         Workload::Diurnal,
+        Workload::Production,
         Workload::Figure2,
     ];
 
@@ -226,6 +298,7 @@ impl Workload {
             Workload::OnOff => "on-off",
             Workload::HeavyTailed => "heavy-tailed",
             Workload::Diurnal => "diurnal",
+            Workload::Production => "production",
             Workload::Figure2 => "figure-2",
         }
     }
@@ -238,6 +311,7 @@ impl Workload {
             Workload::OnOff => on_off(users, quanta, fair_share, seed),
             Workload::HeavyTailed => heavy_tailed(users, quanta, fair_share, seed),
             Workload::Diurnal => diurnal(users, quanta, fair_share, seed),
+            Workload::Production => production(users, quanta, fair_share, seed),
             Workload::Figure2 => figure_2(quanta),
         }
     }
@@ -343,6 +417,32 @@ mod tests {
         let total: u64 = d.iter().flatten().sum();
         let pool = 100 * 10 * 900;
         assert!(total > pool * 9 / 10 && total < pool * 3 / 2, "total demand {total} vs pool {pool}");
+    }
+
+    /// The production workload's users, measured over a long run: the shares of users
+    /// with a spread of at least a half, at least 1 and at least 12 are the paper's
+    /// (`docs/spec/karma.md`); each user's mean is in its range; the pool is
+    /// contended. The spreads are measured on the demands, not read from the generator.
+    #[test]
+    fn the_production_workload_has_the_papers_statistics() {
+        let f = 10.0;
+        let d = production(100, 20_000, 10, 1);
+        let (mut half, mut full, mut far) = (0, 0, 0);
+        for u in 0..100 {
+            let (mean, sd) = stats(&d, u);
+            half += usize::from(sd >= mean / 2.0);
+            full += usize::from(sd >= mean);
+            far += usize::from(sd >= 12.0 * mean);
+            if production_class(u) < 2 {
+                assert!((0.5 * f..1.7 * f).contains(&mean), "user {u}: mean {mean}");
+            }
+        }
+        assert!((40..=70).contains(&half), "{half} users with sd >= mean/2");
+        assert!((15..=25).contains(&full), "{full} users with sd >= mean");
+        assert!((1..=5).contains(&far), "{far} users with sd >= 12 x mean");
+        let total: u64 = d.iter().flatten().sum();
+        let pool = 100 * 10 * 20_000;
+        assert!(total > pool * 8 / 10 && total < pool * 3 / 2, "total demand {total} vs pool {pool}");
     }
 
     #[test]
