@@ -253,7 +253,7 @@ impl Signals {
 struct Reloadable {
     config_path: PathBuf,
     app: Arc<App>,
-    tls: Option<Arc<ArcSwap<rustls::ServerConfig>>>,
+    tls: Option<SharedTls>,
 }
 
 impl Reloadable {
@@ -303,15 +303,7 @@ impl Reloadable {
 /// Runs the service until SIGINT or SIGTERM. `ready` is called with the bound address,
 /// once the pool runs and the signal handlers are in place.
 pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), ServiceError> {
-    let config = ServeConfig::load(&options.config)?;
-    check_exposure(&options.listen, &config, options.insecure)?;
-    let tls = match (&config.tls, &options.listen) {
-        (Some(t), Listen::Tcp(_)) => Some(Arc::new(ArcSwap::new(crate::tls::load(t)?))),
-        _ => None,
-    };
-    // The token files are checked before anything is installed.
-    let file_tenants: Vec<String> = config.tenants.iter().map(|t| t.name.clone()).collect();
-    Keys::load(&config, &BTreeMap::new(), &file_tenants)?;
+    let (config, tls) = load_checked_config(&options)?;
     let (bound, address) = bind(&options.listen)?;
     let _socket = SocketFile(match &bound {
         Bound::Unix(_, p) => Some(p.clone()),
@@ -324,22 +316,8 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
         state: options.state,
         accept_config_changes: options.accept_config_changes,
     };
-    let mut pool = LivePool::start(config.clone(), start)?;
     let replicated = options.replica.is_some();
-    if config.demand == crate::config::DemandSource::Agents && !replicated {
-        return Err(ServiceError::Conflict(
-            "demand.source = \"agents\": the hosts' agents report to a controller (fairshare controller), not to serve"
-                .into(),
-        ));
-    }
-    if let Some(r) = options.replica {
-        pool.set_replica(r)?;
-        let api = match (&address, &tls) {
-            (Listen::Tcp(a), Some(_)) => format!("https://{a}"),
-            _ => address.to_string(),
-        };
-        pool.start_replica(&api);
-    }
+    let pool = start_pool(&config, start, options.replica, &address, tls.is_some())?;
     let keys = Keys::load(&config, &pool.joined_tokens(), pool.members())?;
     let published = pool.published();
     let pool: SharedPool = Arc::new(parking_lot::FairMutex::new(pool));
@@ -351,72 +329,150 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&Listen)) -> Result<(), S
         clock: options.clock,
     });
     let reloadable = Reloadable { config_path: options.config.clone(), app: Arc::clone(&app), tls: tls.clone() };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|source| ServiceError::Start { what: "starting the runtime", source })?;
+    let runtime = runtime()?;
     let (stop_clock, stopped) = mpsc::channel::<()>();
     let (stop_refresh, refresh_stopped) = mpsc::channel::<()>();
-    let mut clock_thread = None;
     // A replica under the manual clock takes the leader's commits every period (under
     // the wall clock its clock's ticks do).
-    let refresh_thread = if replicated && options.clock == Clock::Manual {
-        let pool = Arc::clone(&pool);
-        Some(
-            std::thread::Builder::new()
-                .name("fairshare-replica".into())
-                .spawn(move || {
-                    while let Err(mpsc::RecvTimeoutError::Timeout) = refresh_stopped.recv_timeout(period) {
-                        let _ = pool.lock().refresh();
-                    }
-                })
-                .map_err(|source| ServiceError::Start { what: "starting the replica's thread", source })?,
-        )
+    let refresh = if replicated && options.clock == Clock::Manual {
+        Some(spawn_replica_refresh(Arc::clone(&pool), period, refresh_stopped)?)
     } else {
         None
     };
+    let mut threads = Threads { stop_clock, stop_refresh, clock: None, refresh };
     let served = runtime.block_on(async {
         let mut signals = Signals::install()?;
-        let listening = |source| ServiceError::Listen { at: address.to_string(), source };
-        let listener = match bound {
-            Bound::Tcp(l) => {
-                l.set_nonblocking(true).map_err(listening)?;
-                Listener::Tcp(tokio::net::TcpListener::from_std(l).map_err(listening)?)
-            }
-            Bound::Unix(l, _) => {
-                l.set_nonblocking(true).map_err(listening)?;
-                Listener::Unix(tokio::net::UnixListener::from_std(l).map_err(listening)?)
-            }
-        };
+        let listener = Listener::from_bound(bound, &address)?;
         if options.clock == Clock::Wall {
-            let (pool, published) = (Arc::clone(&pool), Arc::clone(&published));
-            clock_thread = Some(
-                std::thread::Builder::new()
-                    .name("fairshare-clock".into())
-                    .spawn(move || crate::clock::run(pool, published, period, stopped))
-                    .map_err(|source| ServiceError::Start { what: "starting the clock's thread", source })?,
-            );
+            threads.clock = Some(spawn_clock(Arc::clone(&pool), Arc::clone(&published), period, stopped)?);
         }
         ready(&address);
         accept_loop(listener, tls, http::router(app), &mut signals, &reloadable).await;
         Ok::<(), ServiceError>(())
     });
-    drop(stop_clock);
-    drop(stop_refresh);
-    for t in clock_thread.into_iter().chain(refresh_thread) {
-        let _ = t.join();
-    }
+    threads.stop();
     drop(reloadable);
     runtime.shutdown_timeout(Duration::from_millis(500));
     // The pool goes last (its HTB tree with it), once no request holds it.
+    drop_pool(pool);
+    served
+}
+
+/// The runtime the connections run on.
+fn runtime() -> Result<tokio::runtime::Runtime, ServiceError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|source| ServiceError::Start { what: "starting the runtime", source })
+}
+
+/// Drops the pool if nothing else holds it; a change still running keeps it to the
+/// process's end (said on stderr).
+fn drop_pool(pool: SharedPool) {
     match Arc::try_unwrap(pool) {
         Ok(p) => drop(p),
         Err(_) => {
             eprintln!("fairshare serve: a change was still running at exit; its pool is left to the process's end")
         }
     }
-    served
+}
+
+/// Reads the configuration and checks what can be refused before anything is
+/// installed: the exposure rule, the TLS files (loaded for a TCP listener), the token
+/// files.
+fn load_checked_config(options: &ServeOptions) -> Result<(ServeConfig, Option<SharedTls>), ServiceError> {
+    let config = ServeConfig::load(&options.config)?;
+    check_exposure(&options.listen, &config, options.insecure)?;
+    let tls = match (&config.tls, &options.listen) {
+        (Some(t), Listen::Tcp(_)) => Some(Arc::new(ArcSwap::new(crate::tls::load(t)?))),
+        _ => None,
+    };
+    // The token files are checked before anything is installed.
+    let file_tenants: Vec<String> = config.tenants.iter().map(|t| t.name.clone()).collect();
+    Keys::load(&config, &BTreeMap::new(), &file_tenants)?;
+    Ok((config, tls))
+}
+
+/// The TLS configuration: SIGHUP swaps a new one in, each connection takes the one in place.
+type SharedTls = Arc<ArcSwap<rustls::ServerConfig>>;
+
+/// Starts the pool (ledger, device, HTB) and, for a replica, its replication, which
+/// advertises the API at `address` (`https` with `tls`). Demands from agents are
+/// refused outside a replica.
+fn start_pool(
+    config: &ServeConfig,
+    start: StartOptions,
+    replica: Option<Box<dyn crate::replica::Replica>>,
+    address: &Listen,
+    tls: bool,
+) -> Result<LivePool, ServiceError> {
+    let mut pool = LivePool::start(config.clone(), start)?;
+    if config.demand == crate::config::DemandSource::Agents && replica.is_none() {
+        return Err(ServiceError::Conflict(
+            "demand.source = \"agents\": the hosts' agents report to a controller (fairshare controller), not to serve"
+                .into(),
+        ));
+    }
+    if let Some(r) = replica {
+        pool.set_replica(r)?;
+        let api = match (address, tls) {
+            (Listen::Tcp(a), true) => format!("https://{a}"),
+            _ => address.to_string(),
+        };
+        pool.start_replica(&api);
+    }
+    Ok(pool)
+}
+
+/// The service's threads beside the runtime: the wall clock, and a manual-clock
+/// replica's refresh. Each stops when its sender is dropped.
+struct Threads {
+    stop_clock: mpsc::Sender<()>,
+    stop_refresh: mpsc::Sender<()>,
+    clock: Option<std::thread::JoinHandle<()>>,
+    refresh: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Threads {
+    /// Tells the threads to stop and waits for them (the clock after its quantum).
+    fn stop(self) {
+        drop(self.stop_clock);
+        drop(self.stop_refresh);
+        for t in self.clock.into_iter().chain(self.refresh) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts the thread that takes the leader's commits into a replica every `period`
+/// until `stopped`'s sender is dropped.
+fn spawn_replica_refresh(
+    pool: SharedPool,
+    period: Duration,
+    stopped: mpsc::Receiver<()>,
+) -> Result<std::thread::JoinHandle<()>, ServiceError> {
+    std::thread::Builder::new()
+        .name("fairshare-replica".into())
+        .spawn(move || {
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
+                let _ = pool.lock().refresh();
+            }
+        })
+        .map_err(|source| ServiceError::Start { what: "starting the replica's thread", source })
+}
+
+/// Starts the wall clock's thread ([`crate::clock::run`]).
+fn spawn_clock(
+    pool: SharedPool,
+    published: Arc<crate::publish::Published>,
+    period: Duration,
+    stopped: mpsc::Receiver<()>,
+) -> Result<std::thread::JoinHandle<()>, ServiceError> {
+    std::thread::Builder::new()
+        .name("fairshare-clock".into())
+        .spawn(move || crate::clock::run(pool, published, period, stopped))
+        .map_err(|source| ServiceError::Start { what: "starting the clock's thread", source })
 }
 
 /// The listening socket.
@@ -432,6 +488,21 @@ enum Stream {
 }
 
 impl Listener {
+    /// The bound socket as the runtime's (called inside it).
+    fn from_bound(bound: Bound, address: &Listen) -> Result<Listener, ServiceError> {
+        let listening = |source| ServiceError::Listen { at: address.to_string(), source };
+        Ok(match bound {
+            Bound::Tcp(l) => {
+                l.set_nonblocking(true).map_err(listening)?;
+                Listener::Tcp(tokio::net::TcpListener::from_std(l).map_err(listening)?)
+            }
+            Bound::Unix(l, _) => {
+                l.set_nonblocking(true).map_err(listening)?;
+                Listener::Unix(tokio::net::UnixListener::from_std(l).map_err(listening)?)
+            }
+        })
+    }
+
     async fn accept(&self) -> std::io::Result<Stream> {
         match self {
             Listener::Tcp(l) => l.accept().await.map(|(s, _)| Stream::Tcp(s)),
@@ -454,7 +525,7 @@ fn busy() -> Vec<u8> {
 /// Accepts connections until SIGTERM or SIGINT, then lets them finish for [`GRACE`].
 async fn accept_loop(
     listener: Listener,
-    tls: Option<Arc<ArcSwap<rustls::ServerConfig>>>,
+    tls: Option<SharedTls>,
     app: axum::Router,
     signals: &mut Signals,
     reloadable: &Reloadable,
