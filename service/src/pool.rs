@@ -73,6 +73,55 @@ fn enforced(names: &[String], matches: &BTreeMap<String, Match>, weights: &[u64]
         .collect()
 }
 
+/// With `enforce = htb`, installs the HTB tree of the pool's tenants and reads its
+/// classes' first counters.
+fn install_htb(
+    config: &ServeConfig,
+    names: &[String],
+    members: &Members,
+) -> Result<Option<(Htb, Vec<Counters>, Instant)>, ServiceError> {
+    match &config.enforce {
+        Enforce::None => Ok(None),
+        Enforce::Htb { dev, max_packet } => {
+            let tenants = enforced(names, &members.matches, &members.weights)?;
+            let link_bps = config.slices.saturating_mul(config.slice_bps);
+            let mut htb = Htb::install(dev, link_bps, &tenants, config.quantum, *max_packet)?;
+            let counters = htb.counters()?;
+            Ok(Some((htb, counters, Instant::now())))
+        }
+    }
+}
+
+/// Refuses a pool (as the ledger left it) with more tenants than `pool.max_tenants`.
+fn check_tenant_limit(config: &ServeConfig, allocator: &Allocator) -> Result<(), ServiceError> {
+    if allocator.users().len() > config.max_tenants {
+        return Err(ServiceError::Conflict(format!(
+            "the ledger holds {} tenants, more than pool.max_tenants ({})",
+            allocator.users().len(),
+            config.max_tenants
+        )));
+    }
+    Ok(())
+}
+
+/// The status a pool publishes before its first quantum.
+fn first_status(config: &ServeConfig, offload: &Offload, ledger: bool, tenants: usize) -> Status {
+    Status {
+        backend: offload.label().to_string(),
+        on_device: offload.on_device(),
+        device_quanta: 0,
+        fallback: None,
+        quantum_period_ms: config.quantum.as_secs_f64() * 1e3,
+        durable: ledger,
+        ledger,
+        ledger_error: None,
+        enforcement_error: None,
+        clock_error: None,
+        tenants,
+        replica: None,
+    }
+}
+
 /// The live pool.
 pub struct LivePool {
     config: ServeConfig,
@@ -121,6 +170,21 @@ struct Resumed {
     allocator: Allocator,
     members: Members,
     base: Base,
+}
+
+impl Resumed {
+    /// The pool of the file alone (no ledger, or a new one): every tenant at demand 0.
+    fn of_file(config: &ServeConfig, base: Base) -> Result<Resumed, ServiceError> {
+        Ok(Resumed {
+            allocator: Allocator::new(config.pool_config()?, config.policy)?,
+            members: Members {
+                demand: vec![0; config.tenants.len()],
+                weights: config.tenants.iter().map(|t| t.weight).collect(),
+                ..Members::default()
+            },
+            base,
+        })
+    }
 }
 
 /// Reads the pool of the ledger in `dir` (its last state and the demands after it).
@@ -184,7 +248,7 @@ impl LivePool {
     /// configuration need `accept_config_changes`.
     pub fn start(config: ServeConfig, start: StartOptions) -> Result<Self, ServiceError> {
         let file_base = Base::of(&config);
-        let (ledger, resumed) = match &start.state {
+        let (mut ledger, resumed) = match &start.state {
             Some(dir) => {
                 let (ledger, resumed) = resume(dir, &config)?;
                 (Some(ledger), resumed)
@@ -195,15 +259,7 @@ impl LivePool {
         let mut save_now = ledger.is_some() && resumed.is_none();
         let Resumed { mut allocator, mut members, base } = match resumed {
             Some(r) => r,
-            None => Resumed {
-                allocator: Allocator::new(config.pool_config()?, config.policy)?,
-                members: Members {
-                    demand: vec![0; config.tenants.len()],
-                    weights: config.tenants.iter().map(|t| t.weight).collect(),
-                    ..Members::default()
-                },
-                base: file_base.clone(),
-            },
+            None => Resumed::of_file(&config, file_base.clone())?,
         };
         // The file's tenants select their traffic as the file says.
         for t in &config.tenants {
@@ -211,30 +267,10 @@ impl LivePool {
                 members.matches.insert(t.name.clone(), m.clone());
             }
         }
-        let pool_differences = base.pool_differences(&file_base);
-        if !pool_differences.is_empty() && !start.accept_config_changes {
-            return Err(ServiceError::ConfigChanged { differences: pool_differences });
-        }
-        let changes: Vec<String> = pool_differences.into_iter().chain(base.tenant_changes(&file_base)).collect();
-        let base = if changes.is_empty() {
-            base
-        } else {
-            for d in &changes {
-                eprintln!("fairshare serve: applying a configuration change: {d}");
-            }
-            Self::apply_config(&config, &base, &mut allocator, &mut members)?;
-            save_now = true;
-            file_base
-        };
-        if allocator.users().len() > config.max_tenants {
-            return Err(ServiceError::Conflict(format!(
-                "the ledger holds {} tenants, more than pool.max_tenants ({})",
-                allocator.users().len(),
-                config.max_tenants
-            )));
-        }
+        let (base, changed) = Self::follow_file(&config, base, file_base, &mut allocator, &mut members, &start)?;
+        save_now |= changed;
+        check_tenant_limit(&config, &allocator)?;
         let names = Arc::new(allocator.users().iter().map(|u| u.name.clone()).collect::<Vec<_>>());
-        let mut ledger = ledger;
         if let (Some(l), true) = (ledger.as_mut(), save_now) {
             l.commit_json(&saved(&base, &allocator, &members))?;
         }
@@ -244,31 +280,9 @@ impl LivePool {
         if offload.fallback().is_some() {
             metrics.fallback();
         }
-        let htb = match &config.enforce {
-            Enforce::None => None,
-            Enforce::Htb { dev, max_packet } => {
-                let tenants = enforced(&names, &members.matches, &members.weights)?;
-                let link_bps = config.slices.saturating_mul(config.slice_bps);
-                let mut htb = Htb::install(dev, link_bps, &tenants, config.quantum, *max_packet)?;
-                let counters = htb.counters()?;
-                Some((htb, counters, Instant::now()))
-            }
-        };
+        let htb = install_htb(&config, &names, &members)?;
         let view = View::new(0, names.clone(), vec![], vec![], None, config.slice_bps);
-        let status = Status {
-            backend: offload.label().to_string(),
-            on_device: offload.on_device(),
-            device_quanta: 0,
-            fallback: None,
-            quantum_period_ms: config.quantum.as_secs_f64() * 1e3,
-            durable: ledger.is_some(),
-            ledger: ledger.is_some(),
-            ledger_error: None,
-            enforcement_error: None,
-            clock_error: None,
-            tenants: names.len(),
-            replica: None,
-        };
+        let status = first_status(&config, &offload, ledger.is_some(), names.len());
         let published = Arc::new(Published::new(view, status, metrics));
         let mut live = LivePool {
             config,
@@ -287,6 +301,34 @@ impl LivePool {
         live.publish();
         live.enforce();
         Ok(live)
+    }
+
+    /// Brings a resumed pool (following `base`) to the file's configuration
+    /// (`file_base`): differences in the pool itself need `accept_config_changes`,
+    /// tenants joining or leaving do not; each change applied is logged. Returns the
+    /// configuration the pool now follows, and whether anything changed (the pool is
+    /// then committed at once).
+    fn follow_file(
+        config: &ServeConfig,
+        base: Base,
+        file_base: Base,
+        allocator: &mut Allocator,
+        members: &mut Members,
+        start: &StartOptions,
+    ) -> Result<(Base, bool), ServiceError> {
+        let pool_differences = base.pool_differences(&file_base);
+        if !pool_differences.is_empty() && !start.accept_config_changes {
+            return Err(ServiceError::ConfigChanged { differences: pool_differences });
+        }
+        let changes: Vec<String> = pool_differences.into_iter().chain(base.tenant_changes(&file_base)).collect();
+        if changes.is_empty() {
+            return Ok((base, false));
+        }
+        for d in &changes {
+            eprintln!("fairshare serve: applying a configuration change: {d}");
+        }
+        Self::apply_config(config, &base, allocator, members)?;
+        Ok((file_base, true))
     }
 
     /// Applies the file's configuration to a resumed pool: the policy, tenants of the
