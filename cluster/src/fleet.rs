@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, EventType, PutOptions, WatchOptions};
 use fairshare_service::config::ServeConfig;
+use fairshare_service::pool::LivePool;
 use fairshare_service::replica::{Membership, Publication, Replica, ReplicaError, Role, Synced};
 use serde::{Deserialize, Serialize};
 
@@ -245,17 +246,7 @@ pub fn measure(run: &FleetRun) -> Result<FleetReport, ControllerBenchError> {
         return Err(start_error("hosts, tenants and quanta must be at least 1"));
     }
     let pool_name = format!("fleet-{}-{hosts}-{tenants}", std::process::id());
-    let mut text = format!(
-        "[pool]\ncapacity = {}\nquantum = \"{}ms\"\npolicy = \"karma\"\nalpha = 0.5\ninitial_credits = 1000\n\
-         max_tenants = {tenants}\n[demand]\nsource = \"agents\"\n[enforce]\nkind = \"none\"\n",
-        tenants * 10,
-        period.as_millis()
-    );
-    for t in 0..tenants {
-        text += &format!("[[tenants]]\nname = \"t{t}\"\nmatch = {{ fwmark = {} }}\n", t + 1);
-    }
-    let config = ServeConfig::parse("bench cluster", &text).map_err(fairshare_service::ServiceError::from)?;
-    let mut pool = software_pool(config)?;
+    let mut pool = software_pool(fleet_config(tenants, period)?)?;
     let options =
         EtcdOptions { endpoints: run.endpoints.clone(), pool: pool_name.clone(), timeout: Duration::from_secs(10) };
     let cleanup = EtcdReplica::connect(options.clone())?;
@@ -267,73 +258,155 @@ pub fn measure(run: &FleetRun) -> Result<FleetReport, ControllerBenchError> {
         .enable_all()
         .build()
         .map_err(start_error)?;
-    // At most 100 agents' watches on one connection: etcd's gRPC server takes 250
-    // streams on one (Go's HTTP/2 default), and each put is one more.
-    let connections = hosts.div_ceil(100).max(1);
-    let clients: Vec<Client> = runtime
-        .block_on(async {
-            let mut out = Vec::new();
-            for _ in 0..connections {
-                out.push(crate::etcd::connect(&run.endpoints, Duration::from_secs(10), false).await?);
+    let fleet = Fleet::spawn(&runtime, run, &pool_name)?;
+    fleet.wait_ready(hosts)?;
+    // A period for every agent's first demand.
+    std::thread::sleep(period + Duration::from_millis(100));
+
+    let phases = Arc::new(Mutex::new(Phases::default()));
+    lead(&mut pool, Box::new(Timed { inner: EtcdReplica::connect(options)?, now: Arc::clone(&phases) }), &pool_name)?;
+    let written_before = fleet.written.load(Ordering::Relaxed);
+    let delivered_before = fleet.delivered.load(Ordering::Relaxed);
+    let runs = run_quanta(&mut pool, &phases, quanta, period)?;
+    // The last quantum's fan-out.
+    std::thread::sleep(Duration::from_secs(2).max(period));
+    let written_total = fleet.written.load(Ordering::Relaxed) - written_before;
+    let delivered_total = fleet.delivered.load(Ordering::Relaxed) - delivered_before;
+    drop(pool);
+    drop(runtime);
+    cleanup.delete_pool();
+    if let Some(e) = fleet.failure() {
+        return Err(start_error(e));
+    }
+
+    let reached = fleet.reached.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let samples = Samples::of(&runs, &reached, hosts);
+    Ok(samples.report(run, written_total + delivered_total))
+}
+
+/// The configuration of the benchmark's pool: `tenants` tenants t0, t1, ... whose
+/// demands the agents report, 10 slices each, no enforcement.
+fn fleet_config(tenants: usize, period: Duration) -> Result<ServeConfig, ControllerBenchError> {
+    let mut text = format!(
+        "[pool]\ncapacity = {}\nquantum = \"{}ms\"\npolicy = \"karma\"\nalpha = 0.5\ninitial_credits = 1000\n\
+         max_tenants = {tenants}\n[demand]\nsource = \"agents\"\n[enforce]\nkind = \"none\"\n",
+        tenants * 10,
+        period.as_millis()
+    );
+    for t in 0..tenants {
+        text += &format!("[[tenants]]\nname = \"t{t}\"\nmatch = {{ fwmark = {} }}\n", t + 1);
+    }
+    Ok(ServeConfig::parse("bench cluster", &text).map_err(fairshare_service::ServiceError::from)?)
+}
+
+/// The simulated agents as the measurement sees them: when each quantum reached them,
+/// the bytes they wrote and received, how many watch, and the first one's failure.
+#[derive(Default)]
+struct Fleet {
+    reached: Reached,
+    written: Arc<AtomicUsize>,
+    delivered: Arc<AtomicUsize>,
+    ready: Arc<AtomicUsize>,
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+impl Fleet {
+    /// Starts an agent for every host of `run` on `runtime`, each publishing the
+    /// demands of its tenants in the pool `pool_name`, at its own offset in the period.
+    fn spawn(
+        runtime: &tokio::runtime::Runtime,
+        run: &FleetRun,
+        pool_name: &str,
+    ) -> Result<Fleet, ControllerBenchError> {
+        let FleetRun { hosts, tenants, period, .. } = *run;
+        // At most 100 agents' watches on one connection: etcd's gRPC server takes 250
+        // streams on one (Go's HTTP/2 default), and each put is one more.
+        let connections = hosts.div_ceil(100).max(1);
+        let clients: Vec<Client> = runtime
+            .block_on(async {
+                let mut out = Vec::new();
+                for _ in 0..connections {
+                    out.push(crate::etcd::connect(&run.endpoints, Duration::from_secs(10), false).await?);
+                }
+                Ok::<_, String>(out)
+            })
+            .map_err(start_error)?;
+        let keys = Keys::new(pool_name);
+        let fleet = Fleet::default();
+        for (h, names) in tenants_by_host(tenants, hosts).into_iter().enumerate() {
+            let offset = period * h as u32 / hosts as u32;
+            let failure = Arc::clone(&fleet.failed);
+            let simulated = agent(
+                clients[h % connections].clone(),
+                keys.clone(),
+                h,
+                names,
+                period,
+                offset,
+                Arc::clone(&fleet.reached),
+                Arc::clone(&fleet.written),
+                Arc::clone(&fleet.delivered),
+                Arc::clone(&fleet.ready),
+            );
+            runtime.spawn(async move {
+                if let Err(e) = simulated.await {
+                    failure
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_or_insert(format!("agent h{h}: {e}"));
+                }
+            });
+        }
+        Ok(fleet)
+    }
+
+    /// The first agent's failure, if any.
+    fn failure(&self) -> Option<String> {
+        self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Waits until all `hosts` agents watch their allocations (at most 60 s); an agent's
+    /// failure ends the wait.
+    fn wait_ready(&self, hosts: usize) -> Result<(), ControllerBenchError> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.ready.load(Ordering::Relaxed) < hosts {
+            if let Some(e) = self.failure() {
+                return Err(start_error(e));
             }
-            Ok::<_, String>(out)
-        })
-        .map_err(start_error)?;
+            if Instant::now() > deadline {
+                return Err(start_error(format!(
+                    "{} of {hosts} agents watched within 60 s",
+                    self.ready.load(Ordering::Relaxed)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+/// The tenants' names on each host ([`hosts_of`]).
+fn tenants_by_host(tenants: usize, hosts: usize) -> Vec<Vec<String>> {
     let mut by_host: Vec<Vec<String>> = vec![Vec::new(); hosts];
     for t in 0..tenants {
         for h in hosts_of(t, hosts) {
             by_host[h].push(format!("t{t}"));
         }
     }
-    let keys = Keys::new(&pool_name);
-    let reached: Reached = Arc::default();
-    let (written, delivered, ready) = (Arc::default(), Arc::<AtomicUsize>::default(), Arc::<AtomicUsize>::default());
-    let failed: Arc<Mutex<Option<String>>> = Arc::default();
-    for (h, names) in by_host.into_iter().enumerate() {
-        let offset = period * h as u32 / hosts as u32;
-        let failure = Arc::clone(&failed);
-        let simulated = agent(
-            clients[h % connections].clone(),
-            keys.clone(),
-            h,
-            names,
-            period,
-            offset,
-            Arc::clone(&reached),
-            Arc::clone(&written),
-            Arc::clone(&delivered),
-            Arc::clone(&ready),
-        );
-        runtime.spawn(async move {
-            if let Err(e) = simulated.await {
-                failure
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .get_or_insert(format!("agent h{h}: {e}"));
-            }
-        });
-    }
-    let failure = || failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while ready.load(Ordering::Relaxed) < hosts {
-        if let Some(e) = failure() {
-            return Err(start_error(e));
-        }
-        if Instant::now() > deadline {
-            return Err(start_error(format!(
-                "{} of {hosts} agents watched within 60 s",
-                ready.load(Ordering::Relaxed)
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // A period for every agent's first demand.
-    std::thread::sleep(period + Duration::from_millis(100));
+    by_host
+}
 
-    let phases = Arc::new(Mutex::new(Phases::default()));
-    lead(&mut pool, Box::new(Timed { inner: EtcdReplica::connect(options)?, now: Arc::clone(&phases) }), &pool_name)?;
-    let written_before = written.load(Ordering::Relaxed);
-    let delivered_before = delivered.load(Ordering::Relaxed);
+/// One measured quantum: its number, its start, the leader's whole time, its phases.
+type Run = (u64, Instant, Duration, Phases);
+
+/// Runs `quanta` quanta on the leader, one every `period`, each with the phases its
+/// replica timed.
+fn run_quanta(
+    pool: &mut LivePool,
+    phases: &Mutex<Phases>,
+    quanta: usize,
+    period: Duration,
+) -> Result<Vec<Run>, ControllerBenchError> {
     let mut runs = Vec::with_capacity(quanta);
     let mut next = Instant::now();
     for _ in 0..quanta {
@@ -347,69 +420,92 @@ pub fn measure(run: &FleetRun) -> Result<FleetReport, ControllerBenchError> {
         let p = *phases.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         runs.push((view.quantum, start, took, p));
     }
-    // The last quantum's fan-out.
-    std::thread::sleep(Duration::from_secs(2).max(period));
-    let written_total = written.load(Ordering::Relaxed) - written_before;
-    let delivered_total = delivered.load(Ordering::Relaxed) - delivered_before;
-    drop(pool);
-    drop(runtime);
-    cleanup.delete_pool();
-    if let Some(e) = failure() {
-        return Err(start_error(e));
+    Ok(runs)
+}
+
+/// The measured quanta's times per phase, ms, sorted, and what they add up to.
+struct Samples {
+    quanta: usize,
+    collect: Vec<f64>,
+    allocate: Vec<f64>,
+    commit: Vec<f64>,
+    publish: Vec<f64>,
+    fanout: Vec<f64>,
+    whole: Vec<f64>,
+    /// The fewest agents any quantum reached.
+    reached_min: usize,
+    /// Bytes the leader read and wrote: states, demands read, allocations published.
+    leader_bytes: usize,
+    state_bytes: usize,
+}
+
+/// A duration in milliseconds.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+impl Samples {
+    /// The samples of `runs`, with when each quantum `reached` the agents (of `hosts`).
+    fn of(runs: &[Run], reached: &HashMap<u64, (usize, Instant)>, hosts: usize) -> Samples {
+        let mut s = Samples {
+            quanta: runs.len(),
+            collect: Vec::new(),
+            allocate: Vec::new(),
+            commit: Vec::new(),
+            publish: Vec::new(),
+            fanout: Vec::new(),
+            whole: Vec::new(),
+            reached_min: hosts,
+            leader_bytes: 0,
+            state_bytes: 0,
+        };
+        for (q, start, took, p) in runs {
+            s.collect.push(ms(p.collect));
+            s.commit.push(ms(p.commit));
+            s.publish.push(ms(p.publish));
+            s.allocate.push(ms(took.saturating_sub(p.collect + p.commit + p.publish)));
+            s.leader_bytes += p.state_bytes + p.demands_read + p.published;
+            s.state_bytes += p.state_bytes;
+            let (count, last) = reached.get(q).copied().unwrap_or((0, *start));
+            s.reached_min = s.reached_min.min(count);
+            if let Some(ps) = p.publish_start {
+                s.fanout.push(ms(last.saturating_duration_since(ps)));
+            }
+            s.whole.push(ms(last.saturating_duration_since(*start).max(*took)));
+        }
+        for v in [&mut s.collect, &mut s.allocate, &mut s.commit, &mut s.publish, &mut s.fanout, &mut s.whole] {
+            v.sort_by(f64::total_cmp);
+        }
+        s
     }
 
-    let reached = reached.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let mut collect = Vec::new();
-    let mut allocate = Vec::new();
-    let mut commit = Vec::new();
-    let mut publish = Vec::new();
-    let mut fanout = Vec::new();
-    let mut whole = Vec::new();
-    let mut reached_min = hosts;
-    let mut leader_bytes = 0usize;
-    let mut state_bytes = 0usize;
-    for (q, start, took, p) in &runs {
-        collect.push(ms(p.collect));
-        commit.push(ms(p.commit));
-        publish.push(ms(p.publish));
-        allocate.push(ms(took.saturating_sub(p.collect + p.commit + p.publish)));
-        leader_bytes += p.state_bytes + p.demands_read + p.published;
-        state_bytes += p.state_bytes;
-        let (count, last) = reached.get(q).copied().unwrap_or((0, *start));
-        reached_min = reached_min.min(count);
-        if let Some(ps) = p.publish_start {
-            fanout.push(ms(last.saturating_duration_since(ps)));
+    /// The report of `run`, with `agent_bytes` the agents wrote and received.
+    fn report(self, run: &FleetRun, agent_bytes: usize) -> FleetReport {
+        let n = self.quanta.max(1) as f64;
+        let period_ms = ms(run.period);
+        FleetReport {
+            hosts: run.hosts,
+            tenants: run.tenants,
+            quanta: self.quanta,
+            period_ms,
+            collect_p50_ms: percentile(&self.collect, 0.5),
+            collect_p99_ms: percentile(&self.collect, 0.99),
+            allocate_p50_ms: percentile(&self.allocate, 0.5),
+            allocate_p99_ms: percentile(&self.allocate, 0.99),
+            commit_p50_ms: percentile(&self.commit, 0.5),
+            commit_p99_ms: percentile(&self.commit, 0.99),
+            publish_p50_ms: percentile(&self.publish, 0.5),
+            publish_p99_ms: percentile(&self.publish, 0.99),
+            fanout_p50_ms: percentile(&self.fanout, 0.5),
+            fanout_p99_ms: percentile(&self.fanout, 0.99),
+            quantum_p50_ms: percentile(&self.whole, 0.5),
+            quantum_p99_ms: percentile(&self.whole, 0.99),
+            bytes_per_quantum: (self.leader_bytes + agent_bytes) as f64 / n,
+            state_bytes_per_quantum: self.state_bytes as f64 / n,
+            agents_reached_min: self.reached_min,
+            quanta_over_period: self.whole.iter().filter(|&&w| w > period_ms).count(),
         }
-        whole.push(ms(last.saturating_duration_since(*start).max(*took)));
     }
-    for v in [&mut collect, &mut allocate, &mut commit, &mut publish, &mut fanout, &mut whole] {
-        v.sort_by(f64::total_cmp);
-    }
-    let n = runs.len().max(1) as f64;
-    let period_ms = ms(period);
-    Ok(FleetReport {
-        hosts,
-        tenants,
-        quanta: runs.len(),
-        period_ms,
-        collect_p50_ms: percentile(&collect, 0.5),
-        collect_p99_ms: percentile(&collect, 0.99),
-        allocate_p50_ms: percentile(&allocate, 0.5),
-        allocate_p99_ms: percentile(&allocate, 0.99),
-        commit_p50_ms: percentile(&commit, 0.5),
-        commit_p99_ms: percentile(&commit, 0.99),
-        publish_p50_ms: percentile(&publish, 0.5),
-        publish_p99_ms: percentile(&publish, 0.99),
-        fanout_p50_ms: percentile(&fanout, 0.5),
-        fanout_p99_ms: percentile(&fanout, 0.99),
-        quantum_p50_ms: percentile(&whole, 0.5),
-        quantum_p99_ms: percentile(&whole, 0.99),
-        bytes_per_quantum: (leader_bytes + written_total + delivered_total) as f64 / n,
-        state_bytes_per_quantum: state_bytes as f64 / n,
-        agents_reached_min: reached_min,
-        quanta_over_period: whole.iter().filter(|&&w| w > period_ms).count(),
-    })
 }
 
 #[cfg(test)]
