@@ -315,16 +315,33 @@ fn plot(dir: &Path, sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) -> Res
     Ok(())
 }
 
+/// The report, all but its offload section ([`offload_markdown`]), section by section.
 fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], placed: &[Placed], emu: &[(usize, f64)]) -> String {
     let mut md = String::new();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+    intro_markdown(&mut md);
+    software_markdown(&mut md, sw);
+    before_after_markdown(&mut md, ba);
+    engine_markdown(&mut md, hw, placed);
+    ratio_markdown(&mut md, sw, hw, emu);
+    caveats_markdown(&mut md, sw, hw);
+    md
+}
+
+/// The CPU's model name as `/proc/cpuinfo` gives it (for the report's first line).
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
             c.lines()
                 .find(|l| l.starts_with("model name"))
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
         })
-        .unwrap_or_else(|| "unknown CPU".into());
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// The report's title, the machine and the conditions of every measurement, the plot.
+fn intro_markdown(md: &mut String) {
+    let cpu = cpu_model();
     let _ = writeln!(
         md,
         "# Offload vs software\n\nWritten by `cargo run --release -p fairshare-bench --bin report` on {} cores of {cpu}. \
@@ -333,6 +350,10 @@ fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], placed: &[Placed
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     let _ = writeln!(md, "![time per quantum](report_time.svg)\n");
+}
+
+/// The software section: the batched Karma and max-min, the literal loop, per n.
+fn software_markdown(md: &mut String, sw: &[Software]) {
     let _ = writeln!(md, "## Software, per quantum (measured)\n");
     let _ = writeln!(
         md,
@@ -349,6 +370,10 @@ fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], placed: &[Placed
             show(s.maxmin)
         );
     }
+}
+
+/// The software before and after the radix selection, per workload and n.
+fn before_after_markdown(md: &mut String, ba: &[BeforeAfter]) {
     let _ = writeln!(
         md,
         "\n## Software before and after the radix selection (measured, same run)\n\n`fairshare bench software` in \
@@ -376,6 +401,11 @@ fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], placed: &[Placed
             b.maxmin_radix / b.n as f64
         );
     }
+}
+
+/// The engine's simulated cycles per shape, as times at the placed ECP5 clock and at the
+/// projected clocks.
+fn engine_markdown(md: &mut String, hw: &[Engine], placed: &[Placed]) {
     let _ = writeln!(
         md,
         "\n## Engine, cycles per quantum (RustHDL simulation) and time\n\n{ENGINE_QUANTA} Karma quanta \
@@ -407,6 +437,11 @@ fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], placed: &[Placed
             show(f64::from(e.median) / TARGET_MHZ * 1e3)
         );
     }
+}
+
+/// The engine's projected time (16 lanes) over the software's, and the emulator's round
+/// trip, per N.
+fn ratio_markdown(md: &mut String, sw: &[Software], hw: &[Engine], emu: &[(usize, f64)]) {
     let _ = writeln!(
         md,
         "\n## Offload / software, per N\n\nThe engine's projected time (16 lanes, median cycles) over the batched \
@@ -433,6 +468,11 @@ fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], placed: &[Placed
             fast / soft
         );
     }
+}
+
+/// What the numbers show and do not show, with the ranges of the software's cost per
+/// user and of the engine's ratios quoted from this run.
+fn caveats_markdown(md: &mut String, sw: &[Software], hw: &[Engine]) {
     let ratios = |mhz: f64| -> (f64, f64) {
         let r: Vec<f64> = ENGINE_N
             .iter()
@@ -469,7 +509,6 @@ fn markdown(sw: &[Software], ba: &[BeforeAfter], hw: &[Engine], placed: &[Placed
            the host's load or caches.\n\
          - Machines are noisy (2 shared cores): compare the columns of one run, not runs."
     );
-    md
 }
 
 fn main() {
