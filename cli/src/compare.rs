@@ -116,7 +116,7 @@ fn write_matrix(req: &CompareRequest) -> Result<(), CliError> {
     if req.plots {
         fairshare_report::font::register()?;
     }
-    let workloads = fairshare_sim::matrix::WORKLOADS;
+    let workloads = fairshare_sim::matrix::workloads();
     let bar = progress(workloads.len() * req.setup.variants().len() * req.setup.quanta, "matrix");
     let cells = fairshare_sim::matrix::matrix(&req.setup, &workloads, || bar.inc(1))?;
     bar.finish_and_clear();
