@@ -24,8 +24,10 @@ need_debian ip:iproute2 tc:iproute2 iperf3:iperf3
 need_debian promtool:prometheus curl:curl openssl:openssl mount:mount
 # The controller (the `cluster` feature) keeps its pool in etcd: its tests start a real
 # etcd and read it with etcdctl; the etcd client's build compiles etcd's protocol with
-# protoc.
+# protoc, whose imports of Google's own types (descriptor.proto...) Debian ships apart,
+# in libprotobuf-dev.
 need_debian etcd:etcd-server etcdctl:etcd-client protoc:protobuf-compiler
+[ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
 # The report's plots (fairshare compare) draw their text with a TrueType font.
 if [ -z "${FAIRSHARE_FONT:-}" ] && ! find /usr/share/fonts -iname '*.ttf' -print -quit 2>/dev/null | grep -q .; then
   missing+=(fonts-dejavu-core)
