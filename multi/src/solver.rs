@@ -20,15 +20,18 @@ const ALMOST_TOL: f64 = 1e-7;
 /// by at most this fraction of it, together (their reduced costs times their bounds).
 const REDUCED_COST_TOL: f64 = 1e-7;
 
-/// A variable left out whose reduced cost is at most this fraction of the largest dual
-/// is priced at the duals' noise, not at a gain ([`Program::solve_columns`]): the
-/// interior-point duals carry errors of about 1e-10 of their size, and summed over tens
-/// of thousands of such columns (times their bounds) they kept the Lagrangian bound just
-/// above [`REDUCED_COST_TOL`] while the objective stood still to 13 digits, so that every
-/// placement joined, 1,640 a round (the C-DRF program of a 1,000-user instance with a
-/// task limit on every user: over 60 s instead of about 2). Columns that really improve
-/// the program were priced above 1e-6 of the largest dual on the same instances. Such
-/// columns do not count in the stopping rule's bound.
+/// A variable left out whose reduced cost is at most this fraction of the terms it is
+/// computed from (its objective coefficient and each row's dual times its entry, in
+/// absolute value) is priced at the duals' noise, not at a gain
+/// ([`Program::solve_columns`]): the interior-point duals carry errors of about 1e-10 of
+/// their size, and summed over tens of thousands of such columns (times their bounds)
+/// they kept the Lagrangian bound just above [`REDUCED_COST_TOL`] while the objective
+/// stood still to 13 digits, so that every placement joined, 1,640 a round (the C-DRF
+/// program of a 1,000-user instance with a task limit on every user: over 60 s instead
+/// of about 2). Such columns do not count in the stopping rule's bound. The scale is the
+/// column's own terms, not the largest dual: a row that no active variable can meet (a
+/// server with none of a resource a user needs) takes an arbitrarily large dual, and
+/// measured against it a placement that would lift a user from 0 looked like noise.
 const NOISE_REDUCED_COST: f64 = 1e-9;
 
 /// Variables of one group that join per round of [`Program::solve_columns`] (measured on
@@ -209,11 +212,11 @@ impl Program {
             let value: f64 = (0..self.vars).filter_map(|j| index[j].map(|at| self.objective[j] * z[at])).sum();
             let mut joining: Vec<(f64, usize)> = Vec::new();
             let mut gain = 0.0;
-            let noise = NOISE_REDUCED_COST * y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             for j in (0..self.vars).filter(|&j| !active[j]) {
                 let priced = self.objective[j] - column[j].iter().map(|&(k, a)| y[k] * a).sum::<f64>();
                 if priced > 0.0 {
-                    if priced > noise {
+                    let size = self.objective[j].abs() + column[j].iter().map(|&(k, a)| (y[k] * a).abs()).sum::<f64>();
+                    if priced > NOISE_REDUCED_COST * size {
                         gain += priced * upper[j];
                     }
                     joining.push((priced, j));
