@@ -293,11 +293,15 @@ impl<'a> Servers<'a> {
     pub fn converge(&mut self, mut order: impl FnMut(usize) -> Vec<usize>) -> Result<Convergence, MultiError> {
         let base = self.step;
         let mut sweeps = 0;
+        // The state and the sweep's change before the last jump, until a sweep judges it.
+        let mut undo: Option<(Vec<f64>, f64)> = None;
         for factor in STEP_SCHEDULE {
             self.step = base * factor;
             let mut tail = Tail::default();
-            // The state and the sweep's change before the last jump, until a sweep judges it.
-            let mut undo: Option<(Vec<f64>, f64)> = None;
+            // The last step size runs the spec's plain sweeps: should the jumps ever keep
+            // the sweeps from settling, they end as they would have without them.
+            let jumps =
+                self.extrapolate && self.sharing == Sharing::Rdm && factor != STEP_SCHEDULE[STEP_SCHEDULE.len() - 1];
             for _ in 0..SWEEPS_PER_STEP {
                 let change = self.sweep(&order(sweeps));
                 sweeps += 1;
@@ -318,7 +322,7 @@ impl<'a> Servers<'a> {
                     self.step = base;
                     return Ok(Convergence { sweeps, step });
                 }
-                if self.extrapolate && self.sharing == Sharing::Rdm {
+                if jumps {
                     match tail.observe(self.flat()) {
                         Some(Jump::Extrapolated(x)) => {
                             undo = Some((self.flat(), change));
@@ -344,8 +348,10 @@ enum Jump {
     /// RRE's estimate of the fixed point: kept only if the next sweep changes at most
     /// [`JUMP_GAIN`] of the sweep before the jump.
     Extrapolated(Vec<f64>),
-    /// Where a drift makes its first entry reach 0: the sweeps would have gone there
-    /// (it saves sweeps only, so it is kept).
+    /// Where a drift makes its first entry reach 0: where the sweeps would go if nothing
+    /// else changed the piece first (a resource saturating, a user starting to rise), so
+    /// it may overshoot; kept, as the sweeps correct it (the last step size makes no
+    /// jumps, should they not).
     Drifted(Vec<f64>),
 }
 
@@ -373,7 +379,9 @@ enum Jump {
 /// [`Servers::converge`] keeps an extrapolation if the next sweep changes at most
 /// [`JUMP_GAIN`] of the sweep before it, goes back otherwise, and ends, as without it, when a
 /// whole sweep changes nothing (so the allocation is a fixed point of the server
-/// procedure, and feasible: every column is then its own water-filling). RDM PS-DSF is
+/// procedure, and feasible: every column is then its own water-filling, exactly at a
+/// step of 1, to the tolerance at smaller steps). The last step size makes no jumps
+/// (a safety net: the plain sweeps then end as they would have). RDM PS-DSF is
 /// not unique (spec TV-PS-5): the fixed point reached may differ from the plain sweeps'
 /// in the last digits or, where a continuum of them exists, by more; each is PS-DSF
 /// (Theorem 1).

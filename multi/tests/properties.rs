@@ -200,6 +200,27 @@ proptest! {
     }
 
     #[test]
+    fn drfh_lp_with_task_limits_equals_c_drfh(
+        inst in instances(true, false),
+        caps in prop::collection::vec(prop::option::of(0u32..=6), 5),
+    ) {
+        // The limits' levels are bisected (`drfh_lp`); C-DRFH raises users one level at
+        // a time: the same totals, with limits of 0, on every user or on none, and weights.
+        let mut inst = inst;
+        for (n, cap) in inst.max_tasks.iter_mut().enumerate() {
+            *cap = caps[n].map(f64::from);
+        }
+        let (_, a) = drfh_lp(&inst).expect("solves");
+        let lex = baseline(&inst, Baseline::CDrfh).expect("solves");
+        for (p, q) in a.totals.iter().zip(&lex.totals) {
+            prop_assert!((p - q).abs() <= 1e-5 * p.abs().max(1.0), "LP (7) {:?} vs C-DRFH {:?}", a.totals, lex.totals);
+        }
+        for (n, &t) in a.totals.iter().enumerate() {
+            prop_assert!(inst.max_tasks[n].is_none_or(|c| t <= c * (1.0 + 1e-6) + 1e-9), "user {n} over its limit");
+        }
+    }
+
+    #[test]
     fn drfh_is_truthful(inst in instances(true, false), lie in prop::collection::vec(1u32..=5, 3)) {
         let mut inst = inst;
         inst.weight.iter_mut().for_each(|w| *w = 1.0);
