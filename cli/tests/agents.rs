@@ -482,7 +482,7 @@ fn agents_enforce_each_hosts_part_fail_static_and_the_pool_is_fair_on_the_wire()
     let samples = counter.finish();
     stop.store(true, Ordering::Relaxed);
     let seen = quanta.join().unwrap();
-    let (Some(failover), Some((q_before, killed))) = (failover, at_kill) else { panic!("no failover") };
+    let (Some(failover), Some((published, killed))) = (failover, at_kill) else { panic!("no failover") };
 
     // Karma's fairness on the wire against `fairshare replay` on the same summed
     // demands: both judged by what the tenants offer (the welfare of each is what it
@@ -562,9 +562,9 @@ fn agents_enforce_each_hosts_part_fail_static_and_the_pool_is_fair_on_the_wire()
     // expectation of 17 and 42). Such a quantum is newer than what etcd held for the
     // agents at the kill and was seen in the first half of the failover: the new leader
     // leads only once the old one's lease (TTL 3 s) has run out, 2.7-3.4 s after the kill.
-    let in_force: Seen = seen.iter().filter(|s| !(s.1 > q_before && s.0 < killed + failover / 2)).cloned().collect();
-    let mut replayed_in_force: Seen = replayed_seen.clone();
-    replayed_in_force.retain(|s| !(s.1 > q_before && s.0 < killed + failover / 2));
+    let never_published = |s: &&(Instant, u64, [u64; 4], [u64; 4])| s.1 > published && s.0 < killed + failover / 2;
+    let in_force: Seen = seen.iter().filter(|s| !never_published(s)).cloned().collect();
+    let replayed_in_force: Seen = replayed_seen.iter().filter(|s| !never_published(s)).cloned().collect();
     let (mut ok, mut all) = (0, 0);
     let (mut got_w, mut replay_w, mut demand_w) = (Vec::new(), Vec::new(), Vec::new());
     let mut report = String::new();

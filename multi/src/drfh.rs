@@ -52,8 +52,8 @@ pub fn drfh_lp(inst: &Instance) -> Result<(f64, Allocation), MultiError> {
             None => hi = mid - 1,
         }
     }
-    let everyone_limited = limit.iter().all(Option::is_some);
-    if let (true, Some(x)) = (everyone_limited && lo == levels.len(), reached) {
+    // Every user at its limit: the last reached program's placement is the answer.
+    if let Some(x) = reached.filter(|_| lo == levels.len() && limit.iter().all(Option::is_some)) {
         return Ok((levels[lo - 1], placed(inst, &x)));
     }
     let below = if lo == 0 { f64::NEG_INFINITY } else { levels[lo - 1] };
@@ -80,10 +80,36 @@ fn spread_columns(inst: &Instance) -> Vec<bool> {
     active
 }
 
-/// Each placement's group for column generation: its user; the level its own.
-fn column_groups(inst: &Instance) -> Vec<usize> {
+/// DRFH's programs over the placements of [`spread_columns`] and one more variable `v`
+/// (the level, or a fraction of the targets): maximize `v` subject to the servers'
+/// capacities, `v <= bound`, and for each user `n`, with `(per_v, fixed) = row(n)`, its
+/// weighted global dominant share `share_n * sum_i x[n][i] = per_v * v + fixed`; solved
+/// by column generation from `active`, each user's placements one group.
+fn solve_level(
+    inst: &Instance,
+    share: &[f64],
+    bound: Option<f64>,
+    row: impl Fn(usize) -> (f64, f64),
+    active: &mut [bool],
+) -> Result<Vec<f64>, MultiError> {
     let (n_users, n_servers) = (inst.n_users(), inst.n_servers());
-    (0..=n_users * n_servers).map(|j| if j == n_users * n_servers { n_users } else { j / n_servers }).collect()
+    let v = n_users * n_servers;
+    let mut p = Program::new(v + 1);
+    p.maximize(v, 1.0);
+    if let Some(bound) = bound {
+        p.le(vec![(v, 1.0)], bound);
+    }
+    capacity_rows(&mut p, &inst.capacity, &inst.demand, |n, i| Some(n * n_servers + i));
+    for n in 0..n_users {
+        let (per_v, fixed) = row(n);
+        let mut terms: Vec<_> = (0..n_servers).map(|i| (n * n_servers + i, share[n])).collect();
+        if per_v != 0.0 {
+            terms.push((v, -per_v));
+        }
+        p.eq(terms, fixed);
+    }
+    let group: Vec<usize> = (0..=v).map(|j| if j == v { n_users } else { j / n_servers }).collect();
+    Ok(p.solve_columns(active, &group)?.0)
 }
 
 /// Whether the servers hold every user at weighted global dominant share
@@ -98,20 +124,9 @@ fn reaches(
     level: f64,
     active: &mut [bool],
 ) -> Result<Option<Vec<f64>>, MultiError> {
-    let (n_users, n_servers) = (inst.n_users(), inst.n_servers());
-    let mu = n_users * n_servers;
-    let mut p = Program::new(mu + 1);
-    p.maximize(mu, 1.0);
-    p.le(vec![(mu, 1.0)], 1.0);
-    capacity_rows(&mut p, &inst.capacity, &inst.demand, |n, i| Some(n * n_servers + i));
-    for n in 0..n_users {
-        let target = inst.weight[n] * limit[n].map_or(level, |l| l.min(level));
-        let mut terms: Vec<_> = (0..n_servers).map(|i| (n * n_servers + i, share[n])).collect();
-        terms.push((mu, -target));
-        p.eq(terms, 0.0);
-    }
-    let x = p.solve_columns(active, &column_groups(inst))?.0;
-    Ok((x[mu] >= 1.0 - LEVEL_TOL).then_some(x))
+    let target = |n: usize| inst.weight[n] * limit[n].map_or(level, |l| l.min(level));
+    let x = solve_level(inst, share, Some(1.0), |n| (target(n), 0.0), active)?;
+    Ok((x[inst.n_users() * inst.n_servers()] >= 1.0 - LEVEL_TOL).then_some(x))
 }
 
 /// LP (7) with the users of `fixed` at their limits' levels and the others at one common
@@ -123,25 +138,11 @@ fn raise(
     ceiling: Option<f64>,
     active: &mut [bool],
 ) -> Result<Vec<f64>, MultiError> {
-    let (n_users, n_servers) = (inst.n_users(), inst.n_servers());
-    let g = n_users * n_servers;
-    let mut p = Program::new(g + 1);
-    p.maximize(g, 1.0);
-    if let Some(ceiling) = ceiling {
-        p.le(vec![(g, 1.0)], ceiling);
-    }
-    capacity_rows(&mut p, &inst.capacity, &inst.demand, |n, i| Some(n * n_servers + i));
-    for n in 0..n_users {
-        let mut terms: Vec<_> = (0..n_servers).map(|i| (n * n_servers + i, share[n])).collect();
-        match fixed[n] {
-            Some(level) => p.eq(terms, inst.weight[n] * level),
-            None => {
-                terms.push((g, -inst.weight[n]));
-                p.eq(terms, 0.0);
-            }
-        }
-    }
-    Ok(p.solve_columns(active, &column_groups(inst))?.0)
+    let row = |n: usize| match fixed[n] {
+        Some(level) => (0.0, inst.weight[n] * level),
+        None => (inst.weight[n], 0.0),
+    };
+    solve_level(inst, share, ceiling, row, active)
 }
 
 /// How far below 1 [`reaches`]'s fraction may be and still count as reached: the

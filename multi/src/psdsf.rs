@@ -235,6 +235,12 @@ impl<'a> Servers<'a> {
                 at += 1;
             }
         }
+        self.recount_totals();
+    }
+
+    /// Every user's total summed afresh from the columns (so that rounding in the
+    /// running totals cannot build up).
+    fn recount_totals(&mut self) {
         self.total.iter_mut().for_each(|t| *t = 0.0);
         for column in &self.columns {
             for (&n, &x) in column.users.iter().zip(&column.x) {
@@ -251,12 +257,7 @@ impl<'a> Servers<'a> {
 
     /// One sweep over the servers in `order`; returns the largest change.
     pub fn sweep(&mut self, order: &[usize]) -> f64 {
-        self.total.iter_mut().for_each(|t| *t = 0.0);
-        for column in &self.columns {
-            for (&n, &x) in column.users.iter().zip(&column.x) {
-                self.total[n] += x;
-            }
-        }
+        self.recount_totals();
         order.iter().map(|&i| self.update(i)).fold(0.0, f64::max)
     }
 
@@ -279,12 +280,7 @@ impl<'a> Servers<'a> {
         for (column, x) in self.columns.iter_mut().zip(x) {
             column.x = x;
         }
-        self.total.iter_mut().for_each(|t| *t = 0.0);
-        for column in &self.columns {
-            for (&n, &x) in column.users.iter().zip(&column.x) {
-                self.total[n] += x;
-            }
-        }
+        self.recount_totals();
         true
     }
 
@@ -393,28 +389,30 @@ enum Jump {
 struct Tail {
     /// The states since the last jump, oldest first, at most `RRE_WINDOW + 1`.
     states: Vec<Vec<f64>>,
+    /// `changes[j] = states[j + 1] - states[j]`, each computed once.
+    changes: Vec<Vec<f64>>,
 }
 
 impl Tail {
     /// Takes the state after a sweep; once it holds [`RRE_WINDOW`] changes, returns the
     /// extrapolated state (if the weights can be solved for) and starts over.
     fn observe(&mut self, x: Vec<f64>) -> Option<Jump> {
+        if let Some(last) = self.states.last() {
+            self.changes.push(x.iter().zip(last).map(|(a, b)| a - b).collect());
+        }
         self.states.push(x);
         if let Some(drifted) = self.drift() {
-            self.states.clear();
+            *self = Tail::default();
             return Some(Jump::Drifted(drifted));
         }
-        if self.states.len() <= RRE_WINDOW {
+        if self.changes.len() < RRE_WINDOW {
             return None;
         }
-        let states = std::mem::take(&mut self.states);
+        let Tail { states, changes: u } = std::mem::take(self);
         let k = RRE_WINDOW;
-        let u: Vec<Vec<f64>> =
-            states.windows(2).map(|w| w[1].iter().zip(&w[0]).map(|(a, b)| a - b).collect()).collect();
-        let norm2 = |a: &[f64]| a.iter().map(|v| v * v).sum::<f64>();
         // Only a contraction is extrapolated: each change shorter than the one before
         // (sweeps that cycle, or change pieces, are left to run).
-        if (1..k).any(|j| norm2(&u[j]) >= norm2(&u[j - 1])) {
+        if (1..k).any(|j| dot(&u[j], &u[j]) >= dot(&u[j - 1], &u[j - 1])) {
             return None;
         }
         // The weights: `g_last = 1 - sum g_j`, the others the least-squares solution of
@@ -444,30 +442,30 @@ impl Tail {
     /// drift makes the first entry reach 0: the sweeps would walk there at that pace (an
     /// affine map with a mode of 1 has no fixed point on its piece, and RRE none to find).
     fn drift(&self) -> Option<Vec<f64>> {
-        let n = self.states.len();
-        if n <= DRIFT_SWEEPS {
+        let n = self.changes.len();
+        if n < DRIFT_SWEEPS {
             return None;
         }
-        let change =
-            |j: usize| -> Vec<f64> { self.states[j].iter().zip(&self.states[j - 1]).map(|(a, b)| a - b).collect() };
-        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
-        let last = change(n - 1);
-        let ll = dot(&last, &last);
+        let last = &self.changes[n - 1];
+        let ll = dot(last, last);
         if ll <= 0.0 {
             return None;
         }
-        for j in n - DRIFT_SWEEPS..n - 1 {
-            let d = change(j);
-            let (dd, dl) = (dot(&d, &d), dot(&d, &last));
+        for d in &self.changes[n - DRIFT_SWEEPS..n - 1] {
+            let (dd, dl) = (dot(d, d), dot(d, last));
             if (dd - ll).abs() > DRIFT_TOL * ll || dl < (1.0 - DRIFT_TOL) * (dd * ll).sqrt() {
                 return None;
             }
         }
-        let x = &self.states[n - 1];
-        let reach =
-            x.iter().zip(&last).filter(|(_, &d)| d < 0.0).map(|(&xj, &d)| -xj / d).fold(f64::INFINITY, f64::min);
-        (reach.is_finite() && reach > 1.0).then(|| x.iter().zip(&last).map(|(xj, d)| xj + reach * d).collect())
+        let x = self.states.last()?;
+        let reach = x.iter().zip(last).filter(|(_, &d)| d < 0.0).map(|(&xj, &d)| -xj / d).fold(f64::INFINITY, f64::min);
+        (reach.is_finite() && reach > 1.0).then(|| x.iter().zip(last).map(|(xj, d)| xj + reach * d).collect())
     }
+}
+
+/// `a . b`.
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(p, q)| p * q).sum()
 }
 
 /// The least-squares solution of `sum_j c_j columns[j] = rhs`, by modified Gram-Schmidt.
@@ -475,7 +473,6 @@ impl Tail {
 /// `None` if no column is left.
 fn least_squares(mut columns: Vec<Vec<f64>>, mut rhs: Vec<f64>) -> Option<Vec<f64>> {
     let k = columns.len();
-    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
     let largest = columns.iter().map(|c| dot(c, c).sqrt()).fold(0.0, f64::max);
     // r[i][j] for i <= j, and which columns stayed independent.
     let mut r = vec![vec![0.0; k]; k];
@@ -1080,8 +1077,6 @@ mod tests {
             })
             .collect();
         let weight: Vec<f64> = (0..users).map(|_| [1.0, 2.0, 4.0][(uniform(&mut state) * 3.0) as usize]).collect();
-        let rows = |v: &[Vec<f64>]| v.iter().map(|r| r.to_vec()).collect::<Vec<_>>();
-        let (capacity, demand) = (rows(&capacity), rows(&demand));
         let c: Vec<&[f64]> = capacity.iter().map(Vec::as_slice).collect();
         let d: Vec<&[f64]> = demand.iter().map(Vec::as_slice).collect();
         Builder::new(&c, &d).weights(&weight).build().expect("valid")
