@@ -20,7 +20,9 @@
 //!   method, the equivalent convex program, and the exact method for two users.
 //! - [`psdsf`]: PS-DSF in its RDM and TDM forms, with placement constraints and weights,
 //!   by the per-server water-filling procedure, also as the distributed per-server form;
-//!   [`market`] finishes the TDM sweeps with the exact equilibrium of their support.
+//!   [`market`] finishes the TDM sweeps with the exact equilibrium of their support, or
+//!   computes it without sweeps (proportional response, then the Eisenberg-Gale program
+//!   on the placements it singles out).
 //!
 //! Allocations are divisible (real task counts) unless a function says otherwise. All
 //! numbers are `f64` with the spec's relative tolerance [`EPS`]; the linear and

@@ -1,4 +1,5 @@
-//! The exact PS-DSF TDM allocation from a guess of who runs where (issue 17).
+//! The exact PS-DSF TDM allocation: from a guess of who runs where (issue 17), and
+//! without one (issue 39).
 //!
 //! TDM PS-DSF is the equilibrium of a linear Fisher market (spec A.3.4): users are
 //! buyers with budgets `phi_n`, servers are goods (one unit of time each) with prices
@@ -17,6 +18,14 @@
 //! distributes the budgets over the edges that are at the level. [`equilibrium`] does
 //! that and checks Theorem 2 on the result; a wrong guess returns `None`, and the sweeps
 //! go on.
+//!
+//! At 3,000 users the sweeps found no such support on one bench family (they cycled for
+//! 20,000 sweeps), so [`solve`] makes the guess without them: proportional response
+//! for the prices, the Eisenberg-Gale program on the placements near each user's best
+//! at those prices (column generation adds any it left out), and [`equilibrium`] on
+//! the placements at the program's levels. `psdsf::solve_described` tries it first.
+
+use super::solver::Program;
 
 /// Relative tolerance of the equilibrium's checks: a level within it of the server's is
 /// at the level, and the flow must carry every budget to within it.
@@ -70,6 +79,216 @@ pub fn equilibrium(budget: &[f64], stalls: &[Stall<'_>]) -> Option<Vec<Vec<f64>>
         }
     }
     None
+}
+
+/// Rounds of proportional response ([`solve`]) before the candidate placements are picked:
+/// enough for the prices to single out, for each user, the servers near its best (on the
+/// 3,000-user `limited-everyone` bench instance, 200 and 500 rounds both led to the
+/// equilibrium; each round costs one pass over the placements).
+const RESPONSE_ROUNDS: usize = 200;
+
+/// A placement is a candidate of [`solve`]'s program if, at the response's prices, its
+/// tasks per unit of money are within this fraction of the user's best (and each
+/// server's best user is one). At 0.002 the 3,000-user `limited-everyone` instance
+/// missed placements the equilibrium needs (they join, one program more each round);
+/// at 0.01 none was missing; at 0.05 the program had a fifth more variables.
+const CANDIDATE_GAP: f64 = 0.01;
+
+/// Rounds of [`solve`]'s program, each adding the placements that price in, before it
+/// gives up.
+const JOIN_ROUNDS: usize = 8;
+
+/// A placement whose user's level is below its server's by more than this (relative)
+/// prices in: the interior-point solution's levels are good to about 1e-8.
+const JOIN_TOL: f64 = 1e-6;
+
+/// The closeness to their server's level (relative) within which [`solve`]'s finish
+/// takes placements as its guess: the solver's levels are good to about 1e-8 on the
+/// bench's instances (to 1e-5 only on some small degenerate ones, where the pivots of
+/// [`equilibrium`] add what the guess misses).
+const FINISH_GAP: f64 = 1e-6;
+
+/// One server's side of a market with no guess of who buys there: its eligible users and
+/// their `gamma` on it.
+#[derive(Debug, Clone, Copy)]
+pub struct Offer<'s> {
+    /// The users that may buy here (indices into the budgets).
+    pub users: &'s [usize],
+    /// `gamma[n][i]` of each: tasks per unit of time.
+    pub gamma: &'s [f64],
+}
+
+/// The equilibrium computed without sweeps: tasks per server, in the offers' user order,
+/// or `None` if the steps below do not reach one (the caller then sweeps). Errors of the
+/// solver are `None` too.
+///
+/// 1. **Proportional response** ([`RESPONSE_ROUNDS`] rounds): every user splits its budget
+///    over its servers in proportion to the tasks its last bids bought there; the prices
+///    (each server's bids) approach the equilibrium's (Zhang 2011; Birnbaum, Devanur and
+///    Xiao 2011), but the bids on the servers a user should leave shrink only
+///    geometrically, by the ratio of their value to the best, so the support is far from
+///    found (the sweeps, on the same instance, cycled for 20,000 sweeps).
+/// 2. **The Eisenberg-Gale program on the candidates** (the placements within
+///    [`CANDIDATE_GAP`] of the user's best at those prices), by the interior-point
+///    solver; a placement left out whose level would be below its server's (it would
+///    raise the objective: column generation) joins, and the program is solved again.
+/// 3. **The exact finish**: the servers' levels from that solution (`S_i`, the lowest
+///    level of a user there), the placements within [`FINISH_GAP`] of them (and each
+///    user's closest) as the guess of
+///    [`equilibrium`], which solves along a spanning forest of it and checks Theorem 2
+///    on every placement, candidate or not.
+pub fn solve(budget: &[f64], offers: &[Offer<'_>]) -> Option<Vec<Vec<f64>>> {
+    let prices = proportional_response(budget, offers, RESPONSE_ROUNDS);
+    // Each user's best tasks per unit of money.
+    let mut best = vec![0.0_f64; budget.len()];
+    for (offer, &p) in offers.iter().zip(&prices) {
+        for (&n, &g) in offer.users.iter().zip(offer.gamma) {
+            if p > 0.0 {
+                best[n] = best[n].max(g / p);
+            }
+        }
+    }
+    let mut candidate: Vec<Vec<bool>> = offers
+        .iter()
+        .zip(&prices)
+        .map(|(offer, &p)| {
+            let value: Vec<f64> = offer
+                .users
+                .iter()
+                .zip(offer.gamma)
+                .map(|(&n, &g)| if budget[n] > 0.0 && p > 0.0 { g / p / best[n] } else { 0.0 })
+                .collect();
+            let top = value.iter().copied().fold(0.0, f64::max);
+            value.iter().map(|&v| v > 0.0 && (v >= 1.0 - CANDIDATE_GAP || v == top)).collect()
+        })
+        .collect();
+    for _ in 0..JOIN_ROUNDS {
+        let total = eisenberg_gale(budget, offers, &candidate)?;
+        // Each user's level where it is eligible, and each server's: the lowest level of a
+        // candidate there.
+        let level_of = |offer: &Offer<'_>, k: usize| total[offer.users[k]] / (budget[offer.users[k]] * offer.gamma[k]);
+        let levels: Vec<f64> = offers
+            .iter()
+            .zip(&candidate)
+            .map(|(offer, cand)| {
+                (0..offer.users.len()).filter(|&k| cand[k]).map(|k| level_of(offer, k)).fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        let mut joined = false;
+        for ((offer, cand), &s) in offers.iter().zip(&mut candidate).zip(&levels) {
+            for k in 0..offer.users.len() {
+                if !cand[k] && budget[offer.users[k]] > 0.0 && level_of(offer, k) < s * (1.0 - JOIN_TOL) {
+                    cand[k] = true;
+                    joined = true;
+                }
+            }
+        }
+        if joined {
+            continue;
+        }
+        // The guess for the exact finish: the placements at their server's level, closest
+        // first, and each user's closest (a user the guess leaves out cannot be placed).
+        let closeness: Vec<Vec<f64>> = offers
+            .iter()
+            .zip(&levels)
+            .map(|(offer, &s)| {
+                (0..offer.users.len())
+                    .map(|k| if budget[offer.users[k]] > 0.0 && s.is_finite() { s / level_of(offer, k) } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        let mut closest = vec![0.0_f64; budget.len()];
+        for (offer, near) in offers.iter().zip(&closeness) {
+            for (&n, &c) in offer.users.iter().zip(near) {
+                closest[n] = closest[n].max(c);
+            }
+        }
+        let guess: Vec<Vec<f64>> = offers
+            .iter()
+            .zip(&closeness)
+            .map(|(offer, near)| {
+                let taken = |(&n, &c): (&usize, &f64)| c > 0.0 && (c >= 1.0 - FINISH_GAP || c == closest[n]);
+                offer.users.iter().zip(near).map(|p| if taken(p) { *p.1 } else { 0.0 }).collect()
+            })
+            .collect();
+        let stalls: Vec<Stall<'_>> =
+            offers.iter().zip(&guess).map(|(offer, x)| Stall { users: offer.users, gamma: offer.gamma, x }).collect();
+        return equilibrium(budget, &stalls);
+    }
+    None
+}
+
+/// The servers' prices after `rounds` of proportional response from equal bids: each
+/// user bids on each of its servers in proportion to the tasks its bid there bought in
+/// the round before (`b_ni <- phi_n (gamma_ni b_ni / p_i) / sum_j gamma_nj b_nj / p_j`),
+/// and a server's price is the sum of its bids.
+fn proportional_response(budget: &[f64], offers: &[Offer<'_>], rounds: usize) -> Vec<f64> {
+    let mut servers_of = vec![0usize; budget.len()];
+    for offer in offers {
+        for &n in offer.users {
+            servers_of[n] += 1;
+        }
+    }
+    let mut bids: Vec<Vec<f64>> =
+        offers.iter().map(|offer| offer.users.iter().map(|&n| budget[n] / servers_of[n] as f64).collect()).collect();
+    let mut prices: Vec<f64> = bids.iter().map(|b| b.iter().sum()).collect();
+    let mut bought = vec![0.0; budget.len()];
+    for _ in 0..rounds {
+        bought.iter_mut().for_each(|v| *v = 0.0);
+        for ((offer, b), &p) in offers.iter().zip(&bids).zip(&prices) {
+            if p > 0.0 {
+                for ((&n, &g), &bid) in offer.users.iter().zip(offer.gamma).zip(b) {
+                    bought[n] += g * bid / p;
+                }
+            }
+        }
+        for ((offer, b), p) in offers.iter().zip(&mut bids).zip(&mut prices) {
+            if *p > 0.0 {
+                for ((&n, &g), bid) in offer.users.iter().zip(offer.gamma).zip(b.iter_mut()) {
+                    if bought[n] > 0.0 {
+                        *bid = budget[n] * g * *bid / *p / bought[n];
+                    }
+                }
+            }
+            *p = b.iter().sum();
+        }
+    }
+    prices
+}
+
+/// The users' totals of the weighted Eisenberg-Gale program (A.3.4) with only the
+/// `candidate` placements: maximize `sum phi_n ln(sum gamma t)` over time shares `t`,
+/// each server's summing to at most 1. `None` if the solver fails.
+fn eisenberg_gale(budget: &[f64], offers: &[Offer<'_>], candidate: &[Vec<bool>]) -> Option<Vec<f64>> {
+    let placements: Vec<(usize, usize)> = candidate
+        .iter()
+        .enumerate()
+        .flat_map(|(i, cand)| cand.iter().enumerate().filter(|&(_, &c)| c).map(move |(k, _)| (i, k)))
+        .collect();
+    let mut program = Program::new(placements.len());
+    let mut terms_of: Vec<Vec<(usize, f64)>> = vec![Vec::new(); budget.len()];
+    let mut rows: Vec<Vec<(usize, f64)>> = vec![Vec::new(); offers.len()];
+    for (v, &(i, k)) in placements.iter().enumerate() {
+        terms_of[offers[i].users[k]].push((v, offers[i].gamma[k]));
+        rows[i].push((v, 1.0));
+    }
+    for (n, terms) in terms_of.into_iter().enumerate() {
+        if budget[n] > 0.0 {
+            if terms.is_empty() {
+                return None;
+            }
+            program.maximize_log(budget[n], terms);
+        }
+    }
+    for row in rows.into_iter().filter(|r| !r.is_empty()) {
+        program.le(row, 1.0);
+    }
+    let t = program.solve().ok()?;
+    let mut total = vec![0.0; budget.len()];
+    for (v, &(i, k)) in placements.iter().enumerate() {
+        total[offers[i].users[k]] += t[v] * offers[i].gamma[k];
+    }
+    Some(total)
 }
 
 /// Rounds of [`equilibrium`]'s pivots before it gives up.

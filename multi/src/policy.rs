@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use super::drfh::{drfh, in_paper_model, place_tasks, Fit};
 use super::lexmaxmin::{baseline, Baseline};
-use super::psdsf::{sweep_order, Servers, Sharing};
+use super::psdsf::{self, Sharing};
 use super::{bbf, ddrf, drf, Allocation, Instance, MultiError};
 
 /// A multi-resource policy.
@@ -148,11 +148,9 @@ pub fn run_with(policy: MultiPolicy, inst: &Instance, options: Options) -> Resul
                 ignored.push("max_tasks (PS-DSF's users are always backlogged)".to_string());
             }
             let sharing = if policy == MultiPolicy::PsdsfRdm { Sharing::Rdm } else { Sharing::Tdm };
-            let mut servers = Servers::new(inst, sharing);
             let order: Vec<usize> = (0..inst.n_servers()).collect();
-            let done = servers.converge(sweep_order(sharing, &order))?;
-            let method = format!("server procedure, {} sweeps (step {})", done.sweeps, done.step);
-            (method, servers.allocation())
+            let (allocation, method) = psdsf::solve_described(inst, sharing, &order)?;
+            (method, allocation)
         }
         MultiPolicy::Tsf => ("lexicographic max-min (TSF)".to_string(), baseline(inst, Baseline::Tsf)?),
         MultiPolicy::Cdrf => ("lexicographic max-min (CDRF)".to_string(), baseline(inst, Baseline::Cdrf)?),
