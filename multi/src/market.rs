@@ -39,7 +39,8 @@ pub struct Stall<'s> {
     pub users: &'s [usize],
     /// `gamma[n][i]` of each: tasks per unit of time.
     pub gamma: &'s [f64],
-    /// Current tasks of each on this server.
+    /// Current tasks of each on this server, or any non-negative weight: the guess is
+    /// the positive entries, and the spanning forest takes the largest first.
     pub x: &'s [f64],
 }
 
@@ -138,6 +139,10 @@ pub struct Offer<'s> {
 ///    [`equilibrium`], which solves along a spanning forest of it and checks Theorem 2
 ///    on every placement, candidate or not.
 pub fn solve(budget: &[f64], offers: &[Offer<'_>]) -> Option<Vec<Vec<f64>>> {
+    if budget.iter().all(|&b| b <= 0.0) {
+        // Nobody active: nothing to sell (and no program to solve).
+        return Some(offers.iter().map(|offer| vec![0.0; offer.users.len()]).collect());
+    }
     let prices = proportional_response(budget, offers, RESPONSE_ROUNDS);
     // Each user's best tasks per unit of money.
     let mut best = vec![0.0_f64; budget.len()];
@@ -162,6 +167,12 @@ pub fn solve(budget: &[f64], offers: &[Offer<'_>]) -> Option<Vec<Vec<f64>>> {
             value.iter().map(|&v| v > 0.0 && (v >= 1.0 - CANDIDATE_GAP || v == top)).collect()
         })
         .collect();
+    solve_from(budget, offers, candidate)
+}
+
+/// Steps 2 and 3 of [`solve`] from the given candidate placements (`candidate[i][k]`:
+/// server `i`'s `k`-th user).
+fn solve_from(budget: &[f64], offers: &[Offer<'_>], mut candidate: Vec<Vec<bool>>) -> Option<Vec<Vec<f64>>> {
     for _ in 0..JOIN_ROUNDS {
         let total = eisenberg_gale(budget, offers, &candidate)?;
         // Each user's level where it is eligible, and each server's: the lowest level of a
@@ -221,7 +232,9 @@ pub fn solve(budget: &[f64], offers: &[Offer<'_>]) -> Option<Vec<Vec<f64>>> {
 /// The servers' prices after `rounds` of proportional response from equal bids: each
 /// user bids on each of its servers in proportion to the tasks its bid there bought in
 /// the round before (`b_ni <- phi_n (gamma_ni b_ni / p_i) / sum_j gamma_nj b_nj / p_j`),
-/// and a server's price is the sum of its bids.
+/// and a server's price is the sum of its bids. A bid far from its user's best can
+/// underflow to 0 and stay there; the program's column generation brings such a
+/// placement back if the equilibrium needs it.
 fn proportional_response(budget: &[f64], offers: &[Offer<'_>], rounds: usize) -> Vec<f64> {
     let mut servers_of = vec![0usize; budget.len()];
     for offer in offers {
@@ -514,5 +527,53 @@ impl Flow {
                 next[v] += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Server A (users 0 and 1) and server B (user 0), one unit of time each, one task a
+    /// unit for everyone: user 1 can only buy A.
+    fn two_servers() -> (Vec<usize>, Vec<f64>, Vec<usize>, Vec<f64>) {
+        (vec![0, 1], vec![1.0, 1.0], vec![0], vec![1.0])
+    }
+
+    #[test]
+    fn proportional_response_approaches_the_equilibrium_prices() {
+        // Budgets 2 and 1: at prices 1.5 and 1.5 user 1 spends 1 on A, user 0 spends 0.5
+        // on A and 1.5 on B, and both servers sell out; the equal first bids give 2 and 1.
+        let (ua, ga, ub, gb) = two_servers();
+        let offers = [Offer { users: &ua, gamma: &ga }, Offer { users: &ub, gamma: &gb }];
+        let first = proportional_response(&[2.0, 1.0], &offers, 0);
+        assert_eq!(first, [2.0, 1.0]);
+        let prices = proportional_response(&[2.0, 1.0], &offers, RESPONSE_ROUNDS);
+        for p in prices {
+            assert!((p - 1.5).abs() < 1e-6, "{p}");
+        }
+    }
+
+    #[test]
+    fn a_placement_the_candidates_miss_joins_and_the_finish_is_exact() {
+        // Budgets 1 and 1: user 1 buys all of A, user 0 all of B. The candidates leave
+        // B out: the program on them shares A, B's level is then below user 0's, and
+        // the placement must join.
+        let (ua, ga, ub, gb) = two_servers();
+        let offers = [Offer { users: &ua, gamma: &ga }, Offer { users: &ub, gamma: &gb }];
+        let x = solve_from(&[1.0, 1.0], &offers, vec![vec![true, true], vec![false]]).expect("solved");
+        let want = [[0.0, 1.0].as_slice(), [1.0].as_slice()];
+        for (got, want) in x.iter().zip(want) {
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() < 1e-9, "{x:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn nobody_active_gets_nothing() {
+        let (ua, ga, ub, gb) = two_servers();
+        let offers = [Offer { users: &ua, gamma: &ga }, Offer { users: &ub, gamma: &gb }];
+        assert_eq!(solve(&[0.0, 0.0], &offers), Some(vec![vec![0.0, 0.0], vec![0.0]]));
     }
 }

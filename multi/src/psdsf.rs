@@ -10,7 +10,9 @@
 //! turn, recomputes its own column by exact water-filling while the other servers'
 //! columns stay fixed, until a sweep changes nothing. [`Servers`] is that procedure
 //! as the distributed form (Sec. III-D): servers update one at a time, users come and go.
-//! The TDM allocation is cross-checked by the Eisenberg-Gale program ([`tdm_convex`]).
+//! TDM is computed first as the market's equilibrium without sweeps ([`market::solve`],
+//! [`solve_described`]), the sweeps being the fallback. The TDM allocation is
+//! cross-checked by the Eisenberg-Gale program ([`tdm_convex`]).
 
 use super::market::{self, Offer, Stall};
 use super::solver::{capacity_rows, Program};
@@ -534,7 +536,9 @@ impl Tail {
 
 /// The entries of `x` at most this are a 0 with rounding on it (a water-filling leaves
 /// about 1e-17 where a user gets nothing): [`SWEEP_TOL`] of the largest entry. Taken for
-/// entries reaching 0, they stopped every jump after a few sweeps' worth.
+/// entries reaching 0, they stopped every jump after a few sweeps' worth. A true entry
+/// that small (tasks spanning 12 decades) is then jumped over and clamped at 0: the next
+/// sweep judges the jump, so that costs time only.
 fn zero_below(x: &[f64]) -> f64 {
     SWEEP_TOL * x.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
 }
@@ -755,20 +759,23 @@ fn reset<T: Copy>(v: &mut Vec<T>, len: usize, value: T) {
     v.resize(len, value);
 }
 
-/// PS-DSF by the server procedure, sweeping the servers in index order from nothing.
+/// PS-DSF from nothing: RDM by the server procedure sweeping the servers in index order;
+/// TDM as [`solve_described`] says.
 pub fn solve(inst: &Instance, sharing: Sharing) -> Result<Allocation, MultiError> {
     let order: Vec<usize> = (0..inst.n_servers()).collect();
     solve_in_order(inst, sharing, &order)
 }
 
-/// PS-DSF sweeping the servers in `order` (RDM results may depend on it: spec C8).
+/// PS-DSF sweeping the servers in `order` (RDM results may depend on it: spec C8; TDM
+/// sweeps only if the market's equilibrium is not reached without them).
 pub fn solve_in_order(inst: &Instance, sharing: Sharing, order: &[usize]) -> Result<Allocation, MultiError> {
     Ok(solve_described(inst, sharing, order)?.0)
 }
 
 /// As [`solve_in_order`], with how the allocation was reached. TDM first tries the
 /// market's equilibrium without sweeps ([`Servers::solve_market`]): the totals are
-/// unique, so only the time differs (on the 3,000-user `limited-everyone` bench instance
+/// unique, so they are the sweeps' (the split over the servers, where several give the
+/// same totals, may differ: spec note 23), and it is faster (on the 3,000-user `limited-everyone` bench instance
 /// the sweeps cycled for 20,000 sweeps, over 60 s, and the market took about 3 s); the
 /// sweeps, with their exact finish, are the fallback.
 pub fn solve_described(inst: &Instance, sharing: Sharing, order: &[usize]) -> Result<(Allocation, String), MultiError> {

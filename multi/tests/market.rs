@@ -83,21 +83,39 @@ fn the_market_solved_without_sweeps_meets_theorem_2_and_has_the_sweeps_totals() 
         let Some(inst) = instance(&mut rng) else { continue };
         tried += 1;
         let order: Vec<usize> = (0..inst.n_servers()).collect();
+        // One instance in four with users gone (a user in three), as the distributed form
+        // has them: they hold nothing, and the others share as if they were not there.
+        let gone: Vec<usize> =
+            if rng.below(4) == 0 { (0..inst.n_users()).filter(|_| rng.below(3) == 0).collect() } else { Vec::new() };
         let mut sweeps = Servers::new(&inst, Sharing::Tdm);
+        let mut servers = Servers::new(&inst, Sharing::Tdm);
+        for &n in &gone {
+            sweeps.set_active(n, false);
+            servers.set_active(n, false);
+        }
         for _ in 0..20_000 {
             if sweeps.sweep(&order) <= 1e-13 {
                 break;
             }
         }
         let want = sweeps.allocation().totals;
-        let mut servers = Servers::new(&inst, Sharing::Tdm);
         if !servers.solve_market() {
             continue;
         }
         solved += 1;
         let a = servers.allocation();
         let x = a.per_server.as_ref().expect("placed");
-        assert!(psdsf::is_psdsf_tdm(&inst, x, 1e-9), "solved but not PS-DSF (TDM): {x:?}");
+        if gone.is_empty() {
+            assert!(psdsf::is_psdsf_tdm(&inst, x, 1e-9), "solved but not PS-DSF (TDM): {x:?}");
+        } else {
+            let kept: Vec<usize> = (0..inst.n_users()).filter(|n| !gone.contains(n)).collect();
+            let rows: Vec<Vec<f64>> = kept.iter().map(|&n| x[n].clone()).collect();
+            assert!(gone.iter().all(|&n| x[n].iter().all(|&v| v == 0.0)), "a user gone holds tasks: {x:?}");
+            assert!(
+                kept.is_empty() || psdsf::is_psdsf_tdm(&inst.subset(&kept), &rows, 1e-9),
+                "not PS-DSF among those left"
+            );
+        }
         for (p, q) in a.totals.iter().zip(&want) {
             assert!((p - q).abs() <= 1e-7 * q.abs().max(1.0), "market {:?} vs sweeps {want:?}", a.totals);
         }
