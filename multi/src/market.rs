@@ -153,7 +153,7 @@ pub fn solve(budget: &[f64], offers: &[Offer<'_>]) -> Option<Vec<Vec<f64>>> {
             }
         }
     }
-    let mut candidate: Vec<Vec<bool>> = offers
+    let candidate: Vec<Vec<bool>> = offers
         .iter()
         .zip(&prices)
         .map(|(offer, &p)| {
