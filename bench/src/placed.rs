@@ -68,10 +68,8 @@ pub fn engine_clock(rows: &[Placed], users: usize, lanes: usize, speed: u32) -> 
 /// listed, fastest first: the second is what a user can count on more than the best
 /// (one seed's placement moves the clock by 10% or more).
 pub fn engine_clocks(rows: &[Placed], users: usize, lanes: usize, speed: u32) -> Vec<&Placed> {
-    let mut clocks: Vec<&Placed> = rows
-        .iter()
-        .filter(|r| r.top == "engine" && r.users == users && r.lanes == lanes && r.speed == speed)
-        .collect();
+    let mut clocks: Vec<&Placed> =
+        rows.iter().filter(|r| r.top == "engine" && r.users == users && r.lanes == lanes && r.speed == speed).collect();
     clocks.sort_by(|a, b| b.mhz.total_cmp(&a.mhz));
     clocks
 }
