@@ -222,9 +222,14 @@ impl<'a> Servers<'a> {
         self.extrapolate = on;
     }
 
-    /// Every column's entries, server by server, in one vector.
+    /// Every column's entries, server by server.
+    fn entries(&self) -> impl Iterator<Item = f64> + '_ {
+        self.columns.iter().flat_map(|c| c.x.iter().copied())
+    }
+
+    /// [`Servers::entries`] in one vector.
     fn flat(&self) -> Vec<f64> {
-        self.columns.iter().flat_map(|c| c.x.iter().copied()).collect()
+        self.entries().collect()
     }
 
     /// Replaces every column's entries by `x` (as [`Servers::flat`] lays them out),
@@ -274,14 +279,8 @@ impl<'a> Servers<'a> {
         }
         let stalls: Vec<Stall<'_>> =
             self.columns.iter().map(|c| Stall { users: &c.users, gamma: &c.gamma, x: &c.x }).collect();
-        let Some(x) = market::equilibrium(&self.budgets(), &stalls) else {
-            return false;
-        };
-        for (column, x) in self.columns.iter_mut().zip(x) {
-            column.x = x;
-        }
-        self.recount_totals();
-        true
+        let x = market::equilibrium(&self.budgets(), &stalls);
+        self.take(x)
     }
 
     /// TDM only: replaces the allocation by the market's equilibrium computed without
@@ -294,7 +293,14 @@ impl<'a> Servers<'a> {
             return false;
         }
         let offers: Vec<Offer<'_>> = self.columns.iter().map(|c| Offer { users: &c.users, gamma: &c.gamma }).collect();
-        let Some(x) = market::solve(&self.budgets(), &offers) else {
+        let x = market::solve(&self.budgets(), &offers);
+        self.take(x)
+    }
+
+    /// Replaces every column by the market's, if it gave one (columns in the servers'
+    /// user order, as [`market`] returns them); returns whether it did.
+    fn take(&mut self, x: Option<Vec<Vec<f64>>>) -> bool {
+        let Some(x) = x else {
             return false;
         };
         for (column, x) in self.columns.iter_mut().zip(x) {
@@ -348,7 +354,7 @@ impl<'a> Servers<'a> {
                     return Ok(Convergence { sweeps, step });
                 }
                 if jumps {
-                    match tail.observe(self.columns.iter().flat_map(|c| c.x.iter().copied())) {
+                    match tail.observe(self.entries()) {
                         Some(Jump::Extrapolated(x)) => {
                             undo = Some((self.flat(), change));
                             self.set_flat(&x);
@@ -776,7 +782,7 @@ pub fn solve_in_order(inst: &Instance, sharing: Sharing, order: &[usize]) -> Res
 /// market's equilibrium without sweeps ([`Servers::solve_market`]): the totals are
 /// unique, so they are the sweeps' (the split over the servers, where several give the
 /// same totals, may differ: spec note 23), and it is faster (on the 3,000-user `limited-everyone` bench instance
-/// the sweeps cycled for 20,000 sweeps, over 60 s, and the market took about 3 s); the
+/// the sweeps cycled for 20,000 sweeps, over 60 s, and the market took about 2 s); the
 /// sweeps, with their exact finish, are the fallback.
 pub fn solve_described(inst: &Instance, sharing: Sharing, order: &[usize]) -> Result<(Allocation, String), MultiError> {
     let mut servers = Servers::new(inst, sharing);
