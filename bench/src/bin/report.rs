@@ -403,6 +403,11 @@ fn before_after_markdown(md: &mut String, ba: &[BeforeAfter]) {
     }
 }
 
+/// The batched software's median time per Karma quantum for `n` users in this run.
+fn karma_time(sw: &[Software], n: usize) -> Option<f64> {
+    sw.iter().find(|s| s.n == n).map(|s| s.karma)
+}
+
 /// The engine's simulated cycles per shape, as times at the placed ECP5 clocks (the best
 /// seed's, and the second-best seed's over the batched software of this run) and at the
 /// projected clocks.
@@ -432,7 +437,7 @@ fn engine_markdown(md: &mut String, hw: &[Engine], placed: &[Placed], sw: &[Soft
         };
         let (second, over_software) = match (clocks.first(), clocks.get(1)) {
             (_, Some(c)) => {
-                let soft = sw.iter().find(|s| s.n == e.n).map_or(f64::NAN, |s| s.karma);
+                let soft = karma_time(sw, e.n).unwrap_or(f64::NAN);
                 (format!("{} ({:.2} MHz, seed {})", show(at(c)), c.mhz, c.seed), format!("{:.2}", at(c) / soft))
             }
             (Some(_), None) => ("one seed routed".to_string(), "-".to_string()),
@@ -466,7 +471,7 @@ fn ratio_markdown(md: &mut String, sw: &[Software], hw: &[Engine], emu: &[(usize
         "| N users | software (measured) | emulator round trip (measured) | engine at {PNR_MHZ} MHz | ratio | engine at {TARGET_MHZ} MHz | ratio |\n|---:|---:|---:|---:|---:|---:|---:|"
     );
     for &n in &ENGINE_N {
-        let soft = sw.iter().find(|s| s.n == n).map_or(f64::NAN, |s| s.karma);
+        let soft = karma_time(sw, n).unwrap_or(f64::NAN);
         let Some(e) = hw.iter().find(|e| e.n == n && e.p == 16) else { continue };
         let (slow, fast) = (f64::from(e.median) / PNR_MHZ * 1e3, f64::from(e.median) / TARGET_MHZ * 1e3);
         let round = emu.iter().find(|x| x.0 == n).map_or(f64::NAN, |x| x.1);
@@ -490,7 +495,7 @@ fn caveats_markdown(md: &mut String, sw: &[Software], hw: &[Engine]) {
         let r: Vec<f64> = ENGINE_N
             .iter()
             .filter_map(|&n| {
-                let soft = sw.iter().find(|s| s.n == n)?.karma;
+                let soft = karma_time(sw, n)?;
                 let e = hw.iter().find(|e| e.n == n && e.p == 16)?;
                 Some(f64::from(e.median) / mhz * 1e3 / soft)
             })
