@@ -31,6 +31,22 @@ fn instance(rng: &mut Rng) -> Option<Instance> {
     Builder::new(&cr, &dr).weights(&w).eligible(&er).build().ok()
 }
 
+/// The reference: the TDM totals of the sweeps alone, in index order until nothing
+/// moves, with the users `gone` inactive.
+fn swept_totals(inst: &Instance, gone: &[usize]) -> Vec<f64> {
+    let order: Vec<usize> = (0..inst.n_servers()).collect();
+    let mut sweeps = Servers::new(inst, Sharing::Tdm);
+    for &n in gone {
+        sweeps.set_active(n, false);
+    }
+    for _ in 0..20_000 {
+        if sweeps.sweep(&order) <= 1e-13 {
+            break;
+        }
+    }
+    sweeps.allocation().totals
+}
+
 #[test]
 fn a_settled_tdm_allocation_meets_theorem_2_and_equals_the_sweeps() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -39,14 +55,7 @@ fn a_settled_tdm_allocation_meets_theorem_2_and_equals_the_sweeps() {
         let Some(inst) = instance(&mut rng) else { continue };
         tried += 1;
         let order: Vec<usize> = (0..inst.n_servers()).collect();
-        // The reference: sweeps alone, until nothing moves.
-        let mut sweeps = Servers::new(&inst, Sharing::Tdm);
-        for _ in 0..20_000 {
-            if sweeps.sweep(&order) <= 1e-13 {
-                break;
-            }
-        }
-        let want = sweeps.allocation().totals;
+        let want = swept_totals(&inst, &[]);
         // The finish, tried after each of the first few sweeps.
         let mut servers = Servers::new(&inst, Sharing::Tdm);
         for _ in 0..4 {
@@ -82,23 +91,15 @@ fn the_market_solved_without_sweeps_meets_theorem_2_and_has_the_sweeps_totals() 
     while tried < 400 {
         let Some(inst) = instance(&mut rng) else { continue };
         tried += 1;
-        let order: Vec<usize> = (0..inst.n_servers()).collect();
         // One instance in four with users gone (a user in three), as the distributed form
         // has them: they hold nothing, and the others share as if they were not there.
         let gone: Vec<usize> =
             if rng.below(4) == 0 { (0..inst.n_users()).filter(|_| rng.below(3) == 0).collect() } else { Vec::new() };
-        let mut sweeps = Servers::new(&inst, Sharing::Tdm);
+        let want = swept_totals(&inst, &gone);
         let mut servers = Servers::new(&inst, Sharing::Tdm);
         for &n in &gone {
-            sweeps.set_active(n, false);
             servers.set_active(n, false);
         }
-        for _ in 0..20_000 {
-            if sweeps.sweep(&order) <= 1e-13 {
-                break;
-            }
-        }
-        let want = sweeps.allocation().totals;
         if !servers.solve_market() {
             continue;
         }
