@@ -21,8 +21,9 @@
 //! 4. FINAL: per user the keys below the threshold, plus one more for the lowest
 //!    indices whose key equals it (a prefix count across the lanes, see
 //!    [`crate::grant`]'s network); allocations and credits are written into the banks.
-//! 5. Results out: one row every two cycles on the result stream (valid/ready), read
-//!    straight from the banks.
+//! 5. Results out, from FINAL's first written row on: a row per cycle on the result
+//!    stream (valid/ready), each lane's [`crate::result_queue`] reading the rows FINAL
+//!    has written; back-pressure stops the queues, not FINAL.
 //!
 //! Cycles per quantum, when the result stream never stalls, with `R = ceil(n / P)`
 //! rows and `k` search passes: [`cycles`].
@@ -51,11 +52,12 @@ pub use fairshare_abi::status as error_code;
 /// - `1 + PROBE_LATENCY`: the first interval, its probes and the check;
 /// - `k (R + SEARCH_LATENCY + p + L + 2 + PROBE_LATENCY)`: per pass the rows, the drain,
 ///   the reduction, the narrowing, the next probes and the check;
-/// - `3 + R + FINAL_LATENCY`: FINAL;
-/// - `2 + 2R`: results out, a row every two cycles, and the cycle that closes the
-///   quantum (the lanes' copies of `busy` fall with it).
+/// - `3 + R + FINAL_LATENCY`: FINAL, whose results go out a row per cycle behind its
+///   writes ([`crate::result_queue`]);
+/// - `4`: the last row read from the result banks, arriving, taken, and the cycle that
+///   closes the quantum (the lanes' copies of `busy` fall with it).
 ///
-/// With the constants of this build: `4R + p + 41 + k (R + p + 14)`.
+/// With the constants of this build: `2R + p + 41 + k (R + p + 14)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
     let reduce = p + crate::reduce::LATENCY;
@@ -63,7 +65,7 @@ pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let first = 4 + 1 + PROBE_LATENCY;
     let passes = k * (r + SEARCH_LATENCY + reduce + 2 + PROBE_LATENCY);
     let fin = 3 + r + FINAL_LATENCY;
-    load + first + passes + fin + 2 + 2 * r
+    load + first + passes + fin + 4
 }
 
 /// The reciprocal that divides a user count below 2^16 by `p` (the quantum's last
@@ -163,7 +165,6 @@ pub struct Engine<const P: usize, const A: usize> {
     phase_load: Constant<Bits<2>>,
     phase_search: Constant<Bits<2>>,
     phase_final: Constant<Bits<2>>,
-    phase_emit: Constant<Bits<2>>,
 }
 
 impl<const P: usize, const A: usize> Default for Engine<P, A> {
@@ -231,7 +232,6 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             phase_load: Constant::new(Bits::<2>::from(phase::LOAD)),
             phase_search: Constant::new(Bits::<2>::from(phase::SEARCH)),
             phase_final: Constant::new(Bits::<2>::from(phase::FINAL)),
-            phase_emit: Constant::new(Bits::<2>::from(phase::EMIT)),
         }
     }
 }
@@ -360,7 +360,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].host_credit.next = self.credit_wdata[i].val();
             self.lanes[i].restart.next = self.sequencer.at_restart.val();
             self.lanes[i].step.next = self.step.val();
-            self.lanes[i].advance.next = self.sequencer.at_emit_show.val() & self.out_ready.val();
+            self.lanes[i].out_ready.next = self.out_ready.val();
+            self.lanes[i].last_row.next = self.settings.last_row.val();
             self.lanes[i].demand_in.next = self.beat_data[i].q.val();
             self.lanes[i].exists.next = self.beat_ok[i].q.val();
             self.lanes[i].probe_a0.next = self.probe_a[0].q.val();
@@ -382,8 +383,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].nfirst_b_in.next = 0.into();
             self.lanes[i].end_b_in.next = 0.into();
             self.lanes[i].err_in.next = 0.into();
-            self.out_alloc[i].next = self.lanes[i].alloc.val();
-            self.out_credit[i].next = self.lanes[i].credit.val();
+            self.out_alloc[i].next = self.lanes[i].result_alloc.val();
+            self.out_credit[i].next = self.lanes[i].result_credit.val();
             self.credit_rdata[i].next = self.lanes[i].credit.val();
         }
         for i in 0..(P - 1) {
@@ -402,7 +403,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
 
         // Outputs by default.
         self.in_ready.next = self.sequencer.at_load_run.val();
-        self.out_valid.next = self.sequencer.at_emit_show.val();
+        self.out_valid.next = self.lanes[0].result_valid.val();
         self.busy.next = self.sequencer.busy.val();
         self.done.next = self.sequencer.done.val();
         self.error.next = self.sequencer.error.val();
@@ -415,6 +416,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.sequencer.start_code.next = self.settings.code.val();
         self.sequencer.in_valid.next = self.in_valid.val();
         self.sequencer.out_ready.next = self.out_ready.val();
+        self.sequencer.out_last.next = self.lanes[0].result_last.val();
         self.sequencer.last_row_in.next = self.settings.last_row.val();
         self.sequencer.more_a.next = self.search_a.more.val();
         self.sequencer.more_b.next = self.search_b.more.val();
@@ -448,10 +450,6 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         if self.sequencer.at_final_start.val() {
             self.final_mode.d.next = true;
             self.lane_phase.d.next = self.phase_final.val();
-        }
-        if self.sequencer.at_emit_start.val() {
-            self.lane_phase.d.next = self.phase_emit.val();
-            self.final_mode.d.next = false;
         }
     }
 }

@@ -2,7 +2,8 @@
 //! the per-user arithmetic of the LOAD pass (guaranteed allocation, donation, the user's
 //! run of candidate keys), of the SEARCH passes (keys below the probes) and of the FINAL
 //! pass (slices taken below the thresholds, new credits), as a pipeline of one row per
-//! cycle in which every stage is at most one carry chain and a few LUTs deep.
+//! cycle in which every stage is at most one carry chain and a few LUTs deep; FINAL's
+//! results go out through the lane's [`ResultQueue`] as they are written.
 //!
 //! Keys are unit-step runs `start, start + 1, ..., start + run - 1`; a search selects
 //! the `target` smallest keys, ties to the lowest user index. Karma borrowers have
@@ -24,6 +25,7 @@ use crate::count_lane::{CountLane, PROBES};
 use crate::key_range::KeyRange;
 use crate::lane_banks::LaneBanks;
 use crate::reduce::SatAcc;
+use crate::result_queue::ResultQueue;
 use crate::run_rule::RunRule;
 use crate::tie_break::TieBreak;
 use rust_hdl::prelude::*;
@@ -37,10 +39,8 @@ pub mod phase {
     pub const LOAD: u64 = 0;
     /// SEARCH: count keys below the probes.
     pub const SEARCH: u64 = 1;
-    /// FINAL: compute and store allocations and credits.
+    /// FINAL: compute and store allocations and credits, and send them out.
     pub const FINAL: u64 = 2;
-    /// Results out: the banks are only read.
-    pub const EMIT: u64 = 3;
 }
 
 /// Cycle (after the row's step) in which LOAD writes the row's run and gives it to the
@@ -98,8 +98,10 @@ pub struct EngineLane<const A: usize> {
     /// A row enters the pipeline: the banks are read at the row counter, which then
     /// advances; in LOAD, `demand_in` is taken.
     pub step: Signal<In, Bit>,
-    /// The row counter advances without a row entering the pipeline (results out).
-    pub advance: Signal<In, Bit>,
+    /// The result stream takes the row at the head of the result queue.
+    pub out_ready: Signal<In, Bit>,
+    /// The quantum's last row (held for the quantum).
+    pub last_row: Signal<In, Bits<A>>,
     /// This lane's demand in the current beat (taken with `step`).
     pub demand_in: Signal<In, Bits<32>>,
     /// LOAD: the lane's user of the current beat exists (taken on `step`; a
@@ -172,11 +174,19 @@ pub struct EngineLane<const A: usize> {
     pub at_a: Signal<Out, Bit>,
     /// FINAL: this lane's key is at threshold B (cycle [`AT_CYCLE`]).
     pub at_b: Signal<Out, Bit>,
-    /// The allocation bank at the row counter (after FINAL: the results).
-    pub alloc: Signal<Out, Bits<32>>,
-    /// The credit bank at the row counter, or at `credit_row` while the engine is not busy.
+    /// A result row is at the head of the queue (see [`ResultQueue`]).
+    pub result_valid: Signal<Out, Bit>,
+    /// The head is the quantum's last row.
+    pub result_last: Signal<Out, Bit>,
+    /// The head's allocation.
+    pub result_alloc: Signal<Out, Bits<32>>,
+    /// The head's balance.
+    pub result_credit: Signal<Out, Bits<32>>,
+    /// The credit bank at `credit_row` while the engine is not busy (the credit port).
     pub credit: Signal<Out, Bits<32>>,
     banks: LaneBanks<A>,
+    queue: ResultQueue<A>,
+    last_l: DFF<Bits<A>>,
     row_ctr: DFF<Bits<A>>,
     wr_ctr: DFF<Bits<A>>,
     valid: DFF<Bits<16>>,
@@ -312,7 +322,8 @@ impl<const A: usize> EngineLane<A> {
             host_credit: Default::default(),
             restart: Default::default(),
             step: Default::default(),
-            advance: Default::default(),
+            out_ready: Default::default(),
+            last_row: Default::default(),
             demand_in: Default::default(),
             exists: Default::default(),
             probe_a0: Default::default(),
@@ -347,9 +358,14 @@ impl<const A: usize> EngineLane<A> {
             err_out: Default::default(),
             at_a: Default::default(),
             at_b: Default::default(),
-            alloc: Default::default(),
+            result_valid: Default::default(),
+            result_last: Default::default(),
+            result_alloc: Default::default(),
+            result_credit: Default::default(),
             credit: Default::default(),
             banks: Default::default(),
+            queue: Default::default(),
+            last_l: Default::default(),
             row_ctr: Default::default(),
             wr_ctr: Default::default(),
             valid: Default::default(),
@@ -428,9 +444,9 @@ impl<const A: usize> Logic for EngineLane<A> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, row_ctr, wr_ctr, valid, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand, ok1,
-            cr2, st2, rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4,
-            kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err
+            self, clock, row_ctr, wr_ctr, valid, last_l, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand,
+            ok1, cr2, st2, rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4,
+            bs4, kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err
         );
         self.banks.clock.next = self.clock.val();
         for j in 0..PROBES {
@@ -469,7 +485,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         if self.restart.val() {
             self.row_ctr.d.next = 0.into();
             self.wr_ctr.d.next = 0.into();
-        } else if self.step.val() | self.advance.val() {
+        } else if self.step.val() {
             self.row_ctr.d.next = self.row_ctr.q.val() + 1;
         }
         self.valid.d.next = (self.valid.q.val() << 1).replace_bit(0, self.step.val());
@@ -487,8 +503,22 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.banks.port_row.next = self.credit_row.val();
         self.banks.port_write.next = self.credit_write.val();
         self.banks.port_credit.next = self.host_credit.val();
-        self.alloc.next = self.banks.base.val();
         self.credit.next = self.banks.credit.val();
+        // Results out: the queue reads the result banks behind FINAL's writes.
+        self.last_l.d.next = self.last_row.val();
+        self.queue.clock.next = self.clock.val();
+        self.queue.restart.next = self.restart.val();
+        self.queue.on.next = self.fin.val();
+        self.queue.written.next = self.wr_ctr.q.val();
+        self.queue.last_row.next = self.last_l.q.val();
+        self.queue.alloc_in.next = self.banks.result_alloc.val();
+        self.queue.credit_in.next = self.banks.result_credit.val();
+        self.queue.ready.next = self.out_ready.val();
+        self.banks.result_row.next = self.queue.row.val();
+        self.result_valid.next = self.queue.valid.val();
+        self.result_last.next = self.queue.last.val();
+        self.result_alloc.next = self.queue.alloc.val();
+        self.result_credit.next = self.queue.credit.val();
 
         // Stage 1: the banks' outputs and the beat, registered.
         self.cr2.d.next = self.banks.credit.val();
@@ -641,18 +671,20 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.nfirst_b_out.next = self.range_b.nfirst_out.val();
         self.end_b_out.next = self.range_b.end_out.val();
 
-        // Writes: LOAD's runs (cycle 5), FINAL's results (cycle FINAL_LATENCY), the
-        // credit port while not busy.
+        // Writes: LOAD's runs (cycle 5), FINAL's results (cycle FINAL_LATENCY) to the
+        // result banks and the balances to the credit bank, the credit port while not
+        // busy. A user past the last has no result: its words in the result banks
+        // are whatever FINAL computed for no demand, its balance is not written.
         self.final_write.next = self.fin.val() & ((self.valid.q.val() & self.final_bit.val()) != 0);
         self.banks.start_in.next = self.ns5.q.val();
         self.banks.run_in.next = self.nr5.q.val();
         self.banks.kind_in.next = bits::<3>(0).replace_bit(2, self.ok5.q.val()) | bit_cast::<3, 2>(self.nk5.q.val());
         self.banks.base_in.next = self.nb5.q.val();
-        if self.fin.val() {
-            self.banks.base_in.next = self.tie_break.alloc.val();
-        }
         self.banks.write_run.next = self.load_write.val();
-        self.banks.write_base.next = self.load_write.val() | self.final_write.val();
+        self.banks.write_base.next = self.load_write.val();
+        self.banks.write_result.next = self.final_write.val();
+        self.banks.result_alloc_in.next = self.tie_break.alloc.val();
+        self.banks.result_credit_in.next = self.tie_break.credit.val();
         if self.load_write.val() | self.final_write.val() {
             self.wr_ctr.d.next = self.wr_ctr.q.val() + 1;
         }
@@ -728,8 +760,8 @@ mod tests {
     /// LOAD (the users' runs summed per search, the key ranges, the errors), a SEARCH
     /// pass (keys below three probes per search), FINAL (the keys at the thresholds
     /// flagged, random tie-break grants among them, the allocations and balances
-    /// written), the allocations read out as EMIT does and the balances through the
-    /// port, every value against run_rule's model of the spec and the count units'
+    /// written), the results taken from the result queue at random and the balances
+    /// through the port, every value against run_rule's model of the spec and the count units'
     /// definition of a key below a probe. Rows are stepped back to back, at the
     /// latencies the lane publishes.
     #[test]
@@ -761,6 +793,7 @@ mod tests {
             l.fair.next = word(fair.into());
             l.guaranteed.next = word(guaranteed.into());
             l.free.next = word((fair - guaranteed).into());
+            l.last_row.next = ((ROWS - 1) as u64).into();
 
             // Balances through the port while the lane is idle.
             for (row, u) in users.iter().enumerate() {
@@ -866,7 +899,8 @@ mod tests {
             assert_eq!(flagged, at, "quantum {quantum}: thresholds {ta}, {tb} of {users:?}");
             l.grant.next = false;
 
-            // The results: allocations as EMIT reads them, balances through the port.
+            // The results: allocations (and balances) from the result queue, balances
+            // through the port.
             let results: Vec<(u64, u64)> = users
                 .iter()
                 .zip(&want)
@@ -889,14 +923,31 @@ mod tests {
                     (alloc, credit)
                 })
                 .collect();
-            enter(&mut l, phase::EMIT);
-            let mut got = Vec::new();
-            for _ in 0..ROWS {
-                l.advance.next = true;
+            // The result queue has read what FINAL wrote and holds it; the stream takes
+            // the rows at random from here.
+            let mut out = Vec::new();
+            for _ in 0..20 * ROWS {
+                if out.len() == ROWS {
+                    break;
+                }
+                let ready = rng.gen_bool(0.7);
+                l.out_ready.next = ready;
+                assert!(simulate(&mut l, 1_000));
+                if ready && l.result_valid.val() {
+                    let row = (l.result_alloc.val().to_u64(), l.result_credit.val().to_u64(), l.result_last.val());
+                    out.push(row);
+                }
                 tick(&mut l);
-                got.push(l.alloc.val().to_u64());
             }
-            l.advance.next = false;
+            l.out_ready.next = false;
+            let lasts: Vec<bool> = out.iter().map(|r| r.2).collect();
+            assert_eq!(lasts, (0..ROWS).map(|r| r == ROWS - 1).collect::<Vec<_>>(), "quantum {quantum}: last flags");
+            let mut got: Vec<u64> = out.iter().map(|r| r.0).collect();
+            for ((row, r), u) in out.iter().enumerate().zip(&users) {
+                if u.exists {
+                    assert_eq!(r.1, results[row].1, "quantum {quantum}: the queue's balance of row {row}, {users:?}");
+                }
+            }
             l.active.next = false;
             tick(&mut l);
             tick(&mut l);

@@ -1,6 +1,9 @@
 //! A lane's memory: the five RAM banks of its users (row `r` holds user `r * P + lane`),
-//! read at the lane's row counter and written at its write counter, and the credit bank
-//! shared with the host's credit port while the engine is not busy.
+//! read at the lane's row counter and written at its write counter, the credit bank
+//! shared with the host's credit port while the engine is not busy, and the two result
+//! banks (FINAL's allocation and balance of each row), written at the write counter and
+//! read at a row of their own, so that the results go out while FINAL still reads the
+//! other banks.
 //!
 //! Each bank is one block RAM with a registered read (data in the cycle after the
 //! address) and no read-first logic: a row read in the cycle the other port writes it
@@ -8,6 +11,10 @@
 //! such a row where it matters.
 
 use rust_hdl::prelude::*;
+
+/// RAM banks per lane: start, run, kind, base allocation, credits and the two result
+/// banks.
+pub const BANKS: usize = 7;
 
 /// The banks of one lane; `A` address bits (2^A users).
 #[derive(LogicBlock, Default)]
@@ -22,8 +29,10 @@ pub struct LaneBanks<const A: usize> {
     pub write_row: Signal<In, Bits<A>>,
     /// Write the run (`start`, `run`, `kind`) of the row.
     pub write_run: Signal<In, Bit>,
-    /// Write the row's allocation.
+    /// Write the row's allocation before the searches (LOAD).
     pub write_base: Signal<In, Bit>,
+    /// Write the row's results (`result_alloc_in`, `result_credit_in`; FINAL).
+    pub write_result: Signal<In, Bit>,
     /// Write the row's balance (while busy).
     pub write_credit: Signal<In, Bit>,
     /// The run's first key.
@@ -32,8 +41,14 @@ pub struct LaneBanks<const A: usize> {
     pub run_in: Signal<In, Bits<32>>,
     /// The user's kind (bit 2: it exists).
     pub kind_in: Signal<In, Bits<3>>,
-    /// The allocation (LOAD: before the searches; FINAL: the result).
+    /// The allocation before the searches.
     pub base_in: Signal<In, Bits<32>>,
+    /// FINAL's allocation of the row written.
+    pub result_alloc_in: Signal<In, Bits<32>>,
+    /// FINAL's balance of the row written.
+    pub result_credit_in: Signal<In, Bits<32>>,
+    /// The row of the result banks read (data in the next cycle).
+    pub result_row: Signal<In, Bits<A>>,
     /// The balance.
     pub credit_in: Signal<In, Bits<32>>,
     /// Credit port: the row read and written while not busy.
@@ -52,11 +67,17 @@ pub struct LaneBanks<const A: usize> {
     pub base: Signal<Out, Bits<32>>,
     /// See `start` (at `port_row` while not busy).
     pub credit: Signal<Out, Bits<32>>,
+    /// The result banks at `result_row`.
+    pub result_alloc: Signal<Out, Bits<32>>,
+    /// See `result_alloc`.
+    pub result_credit: Signal<Out, Bits<32>>,
     credit_ram: RAM<Bits<32>, A>,
     start_ram: RAM<Bits<32>, A>,
     run_ram: RAM<Bits<32>, A>,
     base_ram: RAM<Bits<32>, A>,
     kind_ram: RAM<Bits<3>, A>,
+    result_alloc_ram: RAM<Bits<32>, A>,
+    result_credit_ram: RAM<Bits<32>, A>,
 }
 
 impl<const A: usize> Logic for LaneBanks<A> {
@@ -72,6 +93,10 @@ impl<const A: usize> Logic for LaneBanks<A> {
         self.base_ram.write_clock.next = self.clock.val();
         self.kind_ram.read_clock.next = self.clock.val();
         self.kind_ram.write_clock.next = self.clock.val();
+        self.result_alloc_ram.read_clock.next = self.clock.val();
+        self.result_alloc_ram.write_clock.next = self.clock.val();
+        self.result_credit_ram.read_clock.next = self.clock.val();
+        self.result_credit_ram.write_clock.next = self.clock.val();
         self.credit_ram.read_address.next = self.row.val();
         if !self.busy.val() {
             self.credit_ram.read_address.next = self.port_row.val();
@@ -85,6 +110,16 @@ impl<const A: usize> Logic for LaneBanks<A> {
         self.kind.next = self.kind_ram.read_data.val();
         self.base.next = self.base_ram.read_data.val();
         self.credit.next = self.credit_ram.read_data.val();
+        self.result_alloc_ram.read_address.next = self.result_row.val();
+        self.result_credit_ram.read_address.next = self.result_row.val();
+        self.result_alloc.next = self.result_alloc_ram.read_data.val();
+        self.result_credit.next = self.result_credit_ram.read_data.val();
+        self.result_alloc_ram.write_address.next = self.write_row.val();
+        self.result_credit_ram.write_address.next = self.write_row.val();
+        self.result_alloc_ram.write_data.next = self.result_alloc_in.val();
+        self.result_credit_ram.write_data.next = self.result_credit_in.val();
+        self.result_alloc_ram.write_enable.next = self.write_result.val();
+        self.result_credit_ram.write_enable.next = self.write_result.val();
         self.start_ram.write_address.next = self.write_row.val();
         self.run_ram.write_address.next = self.write_row.val();
         self.base_ram.write_address.next = self.write_row.val();
@@ -114,37 +149,49 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    /// The banks against five arrays: random reads and writes at random rows, busy or
-    /// not (the credit bank then follows the port), every read one cycle later; a row
-    /// read in the cycle it is written is not compared (undefined on an FPGA).
+    /// The banks against seven arrays: random reads and writes at random rows (the
+    /// result banks read at a row of their own), busy or not (the credit bank then
+    /// follows the port), every read one cycle later; a row read in the cycle it is
+    /// written is not compared (undefined on an FPGA).
     #[test]
     fn reads_what_was_written_and_gives_the_credit_bank_to_the_port_while_idle() {
         const A: usize = 3;
         let mut rng = ChaCha8Rng::seed_from_u64(23);
         let mut b = LaneBanks::<A>::default();
         b.connect_all();
-        // start, run, kind, base, credit
-        let mut mem = [[0u64; 1 << A]; 5];
+        // start, run, kind, base, credit, result allocation, result balance
+        let mut mem = [[0u64; 1 << A]; 7];
         let mut pending: Option<(usize, usize, bool)> = None;
-        let (mut compared, mut port) = (0, 0);
+        let mut pending_result: Option<usize> = None;
+        let (mut compared, mut port, mut results) = (0, 0, 0);
         for cycle in 0..5_000 {
             let busy = rng.gen_bool(0.5);
-            let (row, write_row, port_row) =
-                (rng.gen_range(0..1 << A), rng.gen_range(0..1 << A), rng.gen_range(0..1 << A));
-            let words: [u64; 5] = [
+            let (row, write_row, port_row, result_row) = (
+                rng.gen_range(0..1 << A),
+                rng.gen_range(0..1 << A),
+                rng.gen_range(0..1 << A),
+                rng.gen_range(0..1 << A),
+            );
+            let words: [u64; 7] = [
                 rng.gen::<u32>().into(),
                 rng.gen::<u32>().into(),
                 rng.gen_range(0..8),
                 rng.gen::<u32>().into(),
                 rng.gen::<u32>().into(),
+                rng.gen::<u32>().into(),
+                rng.gen::<u32>().into(),
             ];
-            let (run, base, credit, port_write) =
-                (rng.gen_bool(0.3), rng.gen_bool(0.3), rng.gen_bool(0.3), rng.gen_bool(0.3));
+            let (run, base, credit, port_write, result) =
+                (rng.gen_bool(0.3), rng.gen_bool(0.3), rng.gen_bool(0.3), rng.gen_bool(0.3), rng.gen_bool(0.3));
             let port_credit: u64 = rng.gen::<u32>().into();
             b.busy.next = busy;
             b.row.next = (row as u64).into();
             b.write_row.next = (write_row as u64).into();
             b.port_row.next = (port_row as u64).into();
+            b.result_row.next = (result_row as u64).into();
+            b.write_result.next = result;
+            b.result_alloc_in.next = words[5].into();
+            b.result_credit_in.next = words[6].into();
             b.write_run.next = run;
             b.write_base.next = base;
             b.write_credit.next = credit;
@@ -169,6 +216,11 @@ mod tests {
                 assert_eq!(got, want, "cycle {cycle}: rows {row} / {credit_row} (busy {busy_then})");
                 compared += 1;
             }
+            if let Some(row) = pending_result {
+                let got = [b.result_alloc.val().to_u64(), b.result_credit.val().to_u64()];
+                assert_eq!(got, [mem[5][row], mem[6][row]], "cycle {cycle}: result row {row}");
+                results += 1;
+            }
             let credit_row = if busy { row } else { port_row };
             b.clock.next = true.into();
             assert!(simulate(&mut b, 100));
@@ -178,6 +230,11 @@ mod tests {
             // A row written in the cycle it was read is not compared.
             let clash = (run || base) && write_row == row || credit_written && credit_write_row == credit_row;
             pending = (!clash).then_some((row, credit_row, busy));
+            pending_result = (!(result && write_row == result_row)).then_some(result_row);
+            if result {
+                mem[5][write_row] = words[5];
+                mem[6][write_row] = words[6];
+            }
             if run {
                 mem[0][write_row] = words[0];
                 mem[1][write_row] = words[1];
@@ -191,6 +248,9 @@ mod tests {
                 port += usize::from(!busy);
             }
         }
-        assert!(compared > 2_000 && port > 500, "{compared} reads compared, {port} port writes");
+        assert!(
+            compared > 2_000 && port > 500 && results > 4_000,
+            "{compared} reads compared, {port} port writes, {results} result reads"
+        );
     }
 }

@@ -11,9 +11,9 @@
 //! FSM), [`search`] (the radix threshold search), [`reduce`] (accumulators and the end
 //! of the lanes' chain) and [`grant`] (FINAL's tie-break across the lanes); [`lane`] (one
 //! engine lane) with its [`lane_banks`] (RAM), [`count_lane`] (counting keys below a
-//! probe), [`run_rule`] (a user's kind and run), [`key_range`] (a search's key range) and
-//! [`tie_break`] (a user's result); [`axi_top`] (the engine behind AXI4-Lite registers
-//! and AXI-Stream ports). Drivers: [`engine_sim`]
+//! probe), [`run_rule`] (a user's kind and run), [`key_range`] (a search's key range),
+//! [`tie_break`] (a user's result) and [`result_queue`] (the results out); [`axi_top`]
+//! (the engine behind AXI4-Lite registers and AXI-Stream ports). Drivers: [`engine_sim`]
 //! (the engine cycle by cycle, an `Accelerator`), [`bus_testbench`] (an AXI master and
 //! stream agents for the top level). [`catalog`] picks a shape at run time;
 //! [`verilog`] exports it; [`oracle`] is what the engine must compute.
@@ -38,6 +38,7 @@ pub mod lane_banks;
 pub mod oracle;
 pub mod plan;
 pub mod reduce;
+pub mod result_queue;
 pub mod run_rule;
 pub mod search;
 pub mod sequencer;

@@ -25,7 +25,7 @@
 //! the phase latencies of the lanes and the search units, which set its waits, and the
 //! device ABI's status codes.
 
-use crate::lane::{FINAL_LATENCY, LOAD_LATENCY, SEARCH_LATENCY};
+use crate::lane::{LOAD_LATENCY, SEARCH_LATENCY};
 use crate::search::PROBE_LATENCY;
 use fairshare_abi::status;
 use rust_hdl::prelude::*;
@@ -73,16 +73,11 @@ pub enum Phase {
     FinalStart,
     /// The thresholds reach the lanes.
     FinalWait,
-    /// Streaming rows through FINAL.
+    /// Streaming rows through FINAL (the results start out behind them).
     FinalIssue,
-    /// The last rows of FINAL in the pipelines.
-    FinalDrain,
-    /// Results out: from row 0.
-    EmitStart,
-    /// Reading a row.
-    EmitWait,
-    /// Presenting a row's results.
-    EmitShow,
+    /// The last rows of FINAL in the pipelines and the results out, until the last
+    /// row is taken.
+    Emit,
 }
 
 /// The FSM of an engine whose lanes hold `2^A` rows.
@@ -98,6 +93,9 @@ pub struct Sequencer<const A: usize> {
     pub in_valid: Signal<In, Bit>,
     /// Result stream ready.
     pub out_ready: Signal<In, Bit>,
+    /// The result row shown is the quantum's last (lane 0's result queue: a flip-flop
+    /// through its head's multiplexer).
+    pub out_last: Signal<In, Bit>,
     /// The quantum's last row, `ceil(n / P) - 1` (from the settings taken with
     /// `start`; read in Begin): LOAD ends with the beat of that row.
     pub last_row_in: Signal<In, Bits<A>>,
@@ -144,8 +142,6 @@ pub struct Sequencer<const A: usize> {
     pub at_clear: Signal<Out, Bit>,
     /// See `at_load_run`.
     pub at_begin: Signal<Out, Bit>,
-    /// See `at_load_run`.
-    pub at_emit_show: Signal<Out, Bit>,
     /// Registered decodes for the two search units (far apart on the die): their
     /// targets load (Plan4), their intervals start (SearchInit), they check for another
     /// pass (SearchCheck), and the narrowing's two cycles (SearchUpdate1, 2).
@@ -160,7 +156,7 @@ pub struct Sequencer<const A: usize> {
     pub at_update2: Signal<Out, Bit>,
     /// Registered decodes for the engine's registers that change once per phase: the
     /// sums are taken (Plan1), the supply (Plan2) and the borrowed total (Plan3) are
-    /// computed, FINAL's rests are loaded (FinalStart), results begin (EmitStart).
+    /// computed, FINAL's rests are loaded (FinalStart).
     /// Decoded from the state in the engine, one LUT would serve registers on both sides
     /// of the die, a wire longer than a cycle allows.
     pub at_plan1: Signal<Out, Bit>,
@@ -170,8 +166,6 @@ pub struct Sequencer<const A: usize> {
     pub at_plan3: Signal<Out, Bit>,
     /// See `at_plan1`.
     pub at_final_start: Signal<Out, Bit>,
-    /// See `at_plan1`.
-    pub at_emit_start: Signal<Out, Bit>,
     /// The state, one-hot: one flip-flop per phase but Idle (`is_active` clear), so
     /// that each next-state bit is a LUT or two from flip-flops (a 5-bit encoded state
     /// takes five LUT levels, which the placer spreads across the die). These
@@ -198,10 +192,7 @@ pub struct Sequencer<const A: usize> {
     is_final_start: DFF<Bit>,
     is_final_wait: DFF<Bit>,
     is_final_issue: DFF<Bit>,
-    is_final_drain: DFF<Bit>,
-    is_emit_start: DFF<Bit>,
-    is_emit_wait: DFF<Bit>,
-    is_emit_show: DFF<Bit>,
+    is_emit: DFF<Bit>,
     /// The quantum's status.
     status: Status,
     /// The engine's copies of the state.
@@ -238,10 +229,7 @@ pub struct Sequencer<const A: usize> {
     nx_final_start: Signal<Local, Bit>,
     nx_final_wait: Signal<Local, Bit>,
     nx_final_issue: Signal<Local, Bit>,
-    nx_final_drain: Signal<Local, Bit>,
-    nx_emit_start: Signal<Local, Bit>,
-    nx_emit_wait: Signal<Local, Bit>,
-    nx_emit_show: Signal<Local, Bit>,
+    nx_emit: Signal<Local, Bit>,
     countdown_next: Signal<Local, Bits<8>>,
     row_next: Signal<Local, Bits<A>>,
     taken: Signal<Local, Bit>,
@@ -252,7 +240,6 @@ pub struct Sequencer<const A: usize> {
     load_wait: Constant<Bits<8>>,
     search_wait: Constant<Bits<8>>,
     probe_wait: Constant<Bits<8>>,
-    final_wait: Constant<Bits<8>>,
 }
 
 impl<const A: usize> Sequencer<A> {
@@ -265,6 +252,7 @@ impl<const A: usize> Sequencer<A> {
             start_code: Default::default(),
             in_valid: Default::default(),
             out_ready: Default::default(),
+            out_last: Default::default(),
             last_row_in: Default::default(),
             more_a: Default::default(),
             more_b: Default::default(),
@@ -283,7 +271,6 @@ impl<const A: usize> Sequencer<A> {
             at_reduce: Default::default(),
             at_clear: Default::default(),
             at_begin: Default::default(),
-            at_emit_show: Default::default(),
             at_load_target: Default::default(),
             at_search_init: Default::default(),
             at_search_check: Default::default(),
@@ -293,7 +280,6 @@ impl<const A: usize> Sequencer<A> {
             at_plan2: Default::default(),
             at_plan3: Default::default(),
             at_final_start: Default::default(),
-            at_emit_start: Default::default(),
             is_active: Default::default(),
             is_begin: Default::default(),
             is_load_run: Default::default(),
@@ -314,10 +300,7 @@ impl<const A: usize> Sequencer<A> {
             is_final_start: Default::default(),
             is_final_wait: Default::default(),
             is_final_issue: Default::default(),
-            is_final_drain: Default::default(),
-            is_emit_start: Default::default(),
-            is_emit_wait: Default::default(),
-            is_emit_show: Default::default(),
+            is_emit: Default::default(),
             status: Default::default(),
             decodes: Default::default(),
             trace: Default::default(),
@@ -348,10 +331,7 @@ impl<const A: usize> Sequencer<A> {
             nx_final_start: Default::default(),
             nx_final_wait: Default::default(),
             nx_final_issue: Default::default(),
-            nx_final_drain: Default::default(),
-            nx_emit_start: Default::default(),
-            nx_emit_wait: Default::default(),
-            nx_emit_show: Default::default(),
+            nx_emit: Default::default(),
             countdown_next: Default::default(),
             row_next: Default::default(),
             taken: Default::default(),
@@ -362,7 +342,6 @@ impl<const A: usize> Sequencer<A> {
             load_wait: Constant::new(Bits::<8>::from(LOAD_LATENCY as u64 - 1)),
             search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
             probe_wait: Constant::new(Bits::<8>::from(PROBE_LATENCY as u64 - 2)),
-            final_wait: Constant::new(Bits::<8>::from(FINAL_LATENCY as u64 - 1)),
         }
     }
 }
@@ -393,10 +372,7 @@ impl<const A: usize> Logic for Sequencer<A> {
             is_final_start,
             is_final_wait,
             is_final_issue,
-            is_final_drain,
-            is_emit_start,
-            is_emit_wait,
-            is_emit_show,
+            is_emit,
             row,
             last_row,
             countdown,
@@ -407,13 +383,13 @@ impl<const A: usize> Logic for Sequencer<A> {
         );
         self.taken.next = self.is_load_run.q.val() & self.in_valid.val();
         // The status's events, on the state bits beside them: `start` while not busy,
-        // Begin refuses bad settings, Plan4 stops a refused or bad quantum, EmitShow
-        // hands over the last row.
+        // Begin refuses bad settings, Plan4 stops a refused or bad quantum, Emit sees
+        // the last row taken.
         self.idle_start.next = !self.status.busy.val() & self.start.val();
         self.refuse.next = self.is_begin.q.val() & (self.start_code.val() != 0);
         self.finish.next = self.refuse.val()
             | (self.is_plan4.q.val() & self.stop_r.q.val())
-            | (self.is_emit_show.q.val() & self.out_ready.val() & self.row_last_r.q.val());
+            | (self.is_emit.q.val() & self.out_ready.val() & self.out_last.val());
         // The next state: each bit is where it comes from and whether it stays.
         self.nx_active.next = self.idle_start.val() | (self.is_active.q.val() & !self.finish.val());
         self.nx_begin.next = self.idle_start.val();
@@ -445,12 +421,8 @@ impl<const A: usize> Logic for Sequencer<A> {
             self.is_final_start.q.val() | (self.is_final_wait.q.val() & !self.countdown_zero.q.val());
         self.nx_final_issue.next = (self.is_final_wait.q.val() & self.countdown_zero.q.val())
             | (self.is_final_issue.q.val() & !self.row_last_r.q.val());
-        self.nx_final_drain.next = (self.is_final_issue.q.val() & self.row_last_r.q.val())
-            | (self.is_final_drain.q.val() & !self.countdown_zero.q.val());
-        self.nx_emit_start.next = self.is_final_drain.q.val() & self.countdown_zero.q.val();
-        self.nx_emit_wait.next =
-            self.is_emit_start.q.val() | (self.is_emit_show.q.val() & self.out_ready.val() & !self.row_last_r.q.val());
-        self.nx_emit_show.next = self.is_emit_wait.q.val() | (self.is_emit_show.q.val() & !self.out_ready.val());
+        self.nx_emit.next = (self.is_final_issue.q.val() & self.row_last_r.q.val())
+            | (self.is_emit.q.val() & !(self.out_ready.val() & self.out_last.val()));
 
         // The wait counter counts down to zero and stays there; the phases that wait
         // load it as they are entered.
@@ -473,18 +445,11 @@ impl<const A: usize> Logic for Sequencer<A> {
         if self.is_final_start.q.val() {
             self.countdown_next.next = 1.into();
         }
-        if self.is_final_issue.q.val() & self.row_last_r.q.val() {
-            self.countdown_next.next = self.final_wait.val();
-        }
         // The row: from 0 in Begin and SearchCheck, one on per beat taken in LoadRun,
-        // per cycle in SearchIssue and FinalIssue, per row handed over in EmitShow but the
-        // last; back to 0 after the last of LOAD, SEARCH and FINAL.
+        // per cycle in SearchIssue and FinalIssue; back to 0 after the last of LOAD,
+        // SEARCH and FINAL (the lanes count the result rows themselves).
         self.row_next.next = self.row.q.val();
-        if (self.is_load_run.q.val() & self.taken.val())
-            | self.is_search_issue.q.val()
-            | self.is_final_issue.q.val()
-            | (self.is_emit_show.q.val() & self.out_ready.val() & !self.row_last_r.q.val())
-        {
+        if (self.is_load_run.q.val() & self.taken.val()) | self.is_search_issue.q.val() | self.is_final_issue.q.val() {
             self.row_next.next = self.row.q.val() + 1;
         }
         if self.is_begin.q.val()
@@ -527,10 +492,7 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.is_final_start.d.next = self.nx_final_start.val();
         self.is_final_wait.d.next = self.nx_final_wait.val();
         self.is_final_issue.d.next = self.nx_final_issue.val();
-        self.is_final_drain.d.next = self.nx_final_drain.val();
-        self.is_emit_start.d.next = self.nx_emit_start.val();
-        self.is_emit_wait.d.next = self.nx_emit_wait.val();
-        self.is_emit_show.d.next = self.nx_emit_show.val();
+        self.is_emit.d.next = self.nx_emit.val();
         // The phase's name, for waveforms.
         self.trace.clock.next = self.clock.val();
         self.trace.next[0].next = self.nx_begin.val();
@@ -552,10 +514,7 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.trace.next[16].next = self.nx_final_start.val();
         self.trace.next[17].next = self.nx_final_wait.val();
         self.trace.next[18].next = self.nx_final_issue.val();
-        self.trace.next[19].next = self.nx_final_drain.val();
-        self.trace.next[20].next = self.nx_emit_start.val();
-        self.trace.next[21].next = self.nx_emit_wait.val();
-        self.trace.next[22].next = self.nx_emit_show.val();
+        self.trace.next[19].next = self.nx_emit.val();
         self.countdown.d.next = self.countdown_next.val();
         self.countdown_zero.d.next = self.countdown_next.val() == 0;
         self.row.d.next = self.row_next.val();
@@ -584,8 +543,6 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.decodes.update2.next = self.nx_update2.val();
         self.decodes.final_start.next = self.nx_final_start.val();
         self.decodes.final_issue.next = self.nx_final_issue.val();
-        self.decodes.emit_start.next = self.nx_emit_start.val();
-        self.decodes.emit_show.next = self.nx_emit_show.val();
 
         self.more_any.next = self.more_r.q.val();
         self.busy.next = self.status.busy.val();
@@ -600,7 +557,6 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.at_reduce.next = self.decodes.at_reduce.val();
         self.at_clear.next = self.decodes.at_clear.val();
         self.at_begin.next = self.decodes.at_begin.val();
-        self.at_emit_show.next = self.decodes.at_emit_show.val();
         self.at_load_target.next = self.decodes.at_load_target.val();
         self.at_search_init.next = self.decodes.at_search_init.val();
         self.at_search_check.next = self.decodes.at_search_check.val();
@@ -610,7 +566,6 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.at_plan2.next = self.decodes.at_plan2.val();
         self.at_plan3.next = self.decodes.at_plan3.val();
         self.at_final_start.next = self.decodes.at_final_start.val();
-        self.at_emit_start.next = self.decodes.at_emit_start.val();
     }
 }
 
@@ -764,10 +719,6 @@ pub struct Decodes {
     pub final_start: Signal<In, Bit>,
     /// FinalIssue.
     pub final_issue: Signal<In, Bit>,
-    /// EmitStart.
-    pub emit_start: Signal<In, Bit>,
-    /// EmitShow.
-    pub emit_show: Signal<In, Bit>,
     /// See [`Sequencer::at_idle`].
     pub at_idle: Signal<Out, Bit>,
     /// See [`Sequencer::at_load_run`].
@@ -784,8 +735,6 @@ pub struct Decodes {
     pub at_clear: Signal<Out, Bit>,
     /// See [`Sequencer::at_begin`].
     pub at_begin: Signal<Out, Bit>,
-    /// See [`Sequencer::at_emit_show`].
-    pub at_emit_show: Signal<Out, Bit>,
     /// See [`Sequencer::at_load_target`].
     pub at_load_target: Signal<Out, Bit>,
     /// See [`Sequencer::at_search_init`].
@@ -804,8 +753,6 @@ pub struct Decodes {
     pub at_plan3: Signal<Out, Bit>,
     /// See [`Sequencer::at_final_start`].
     pub at_final_start: Signal<Out, Bit>,
-    /// See [`Sequencer::at_emit_start`].
-    pub at_emit_start: Signal<Out, Bit>,
     /// The state is not Idle (so that `at_idle` is set from reset).
     active_r: DFF<Bit>,
     load_run_r: DFF<Bit>,
@@ -815,7 +762,6 @@ pub struct Decodes {
     reduce_r: DFF<Bit>,
     clear_r: DFF<Bit>,
     begin_r: DFF<Bit>,
-    emit_show_r: DFF<Bit>,
     load_target_r: DFF<Bit>,
     search_init_r: DFF<Bit>,
     search_check_r: DFF<Bit>,
@@ -825,7 +771,6 @@ pub struct Decodes {
     plan2_r: DFF<Bit>,
     plan3_r: DFF<Bit>,
     final_start_r: DFF<Bit>,
-    emit_start_r: DFF<Bit>,
 }
 
 impl Logic for Decodes {
@@ -842,7 +787,6 @@ impl Logic for Decodes {
             reduce_r,
             clear_r,
             begin_r,
-            emit_show_r,
             load_target_r,
             search_init_r,
             search_check_r,
@@ -851,19 +795,16 @@ impl Logic for Decodes {
             plan1_r,
             plan2_r,
             plan3_r,
-            final_start_r,
-            emit_start_r
+            final_start_r
         );
         self.active_r.d.next = self.active.val();
         self.load_run_r.d.next = self.load_run.val();
         self.issue_r.d.next = self.search_issue.val() | self.final_issue.val();
         self.final_issue_r.d.next = self.final_issue.val();
-        self.restart_r.d.next =
-            !self.active.val() | self.search_check.val() | self.final_start.val() | self.emit_start.val();
+        self.restart_r.d.next = !self.active.val() | self.search_check.val() | self.final_start.val();
         self.reduce_r.d.next = self.load_reduce.val() | self.search_reduce.val();
         self.clear_r.d.next = self.phase_begin.val() | self.search_check.val();
         self.begin_r.d.next = self.phase_begin.val();
-        self.emit_show_r.d.next = self.emit_show.val();
         self.load_target_r.d.next = self.plan4.val();
         self.search_init_r.d.next = self.search_init.val();
         self.search_check_r.d.next = self.search_check.val();
@@ -873,7 +814,6 @@ impl Logic for Decodes {
         self.plan2_r.d.next = self.plan2.val();
         self.plan3_r.d.next = self.plan3.val();
         self.final_start_r.d.next = self.final_start.val();
-        self.emit_start_r.d.next = self.emit_start.val();
         self.at_idle.next = !self.active_r.q.val();
         self.at_load_run.next = self.load_run_r.q.val();
         self.at_issue.next = self.issue_r.q.val();
@@ -882,7 +822,6 @@ impl Logic for Decodes {
         self.at_reduce.next = self.reduce_r.q.val();
         self.at_clear.next = self.clear_r.q.val();
         self.at_begin.next = self.begin_r.q.val();
-        self.at_emit_show.next = self.emit_show_r.q.val();
         self.at_load_target.next = self.load_target_r.q.val();
         self.at_search_init.next = self.search_init_r.q.val();
         self.at_search_check.next = self.search_check_r.q.val();
@@ -892,12 +831,11 @@ impl Logic for Decodes {
         self.at_plan2.next = self.plan2_r.q.val();
         self.at_plan3.next = self.plan3_r.q.val();
         self.at_final_start.next = self.final_start_r.q.val();
-        self.at_emit_start.next = self.emit_start_r.q.val();
     }
 }
 
 /// Phases other than Idle.
-pub const PHASES: usize = 23;
+pub const PHASES: usize = 20;
 
 /// The phase as a name, for waveforms and the test below only (`sequencer.trace.name.q`
 /// in a trace): nothing reads it, synthesis removes it.
@@ -976,16 +914,7 @@ impl Logic for PhaseTrace {
             self.name.d.next = Phase::FinalIssue;
         }
         if self.next[19].val() {
-            self.name.d.next = Phase::FinalDrain;
-        }
-        if self.next[20].val() {
-            self.name.d.next = Phase::EmitStart;
-        }
-        if self.next[21].val() {
-            self.name.d.next = Phase::EmitWait;
-        }
-        if self.next[22].val() {
-            self.name.d.next = Phase::EmitShow;
+            self.name.d.next = Phase::Emit;
         }
         self.phase.next = self.name.q.val();
     }
@@ -1004,6 +933,7 @@ mod tests {
         start_code: u64,
         in_valid: bool,
         out_ready: bool,
+        out_last: bool,
         last_row: u64,
         more_a: bool,
         more_b: bool,
@@ -1030,25 +960,24 @@ mod tests {
         error: u64,
         cycles: u64,
         /// The registered decodes, in the order of `decodes`.
-        at: [bool; 19],
+        at: [bool; 17],
     }
 
     const LANES: usize = 2;
     const ROWS: u64 = 8;
 
     /// The decodes of a state, in the order `Model::at` and `outputs` list them.
-    fn decodes(p: Phase) -> [bool; 19] {
+    fn decodes(p: Phase) -> [bool; 17] {
         use Phase::*;
         [
             p == Idle,
             p == LoadRun,
             p == SearchIssue || p == FinalIssue,
             p == FinalIssue,
-            p == Idle || p == SearchCheck || p == FinalStart || p == EmitStart,
+            p == Idle || p == SearchCheck || p == FinalStart,
             p == LoadReduce || p == SearchReduce,
             p == Begin || p == SearchCheck,
             p == Begin,
-            p == EmitShow,
             p == Plan4,
             p == SearchInit,
             p == SearchCheck,
@@ -1058,11 +987,10 @@ mod tests {
             p == Plan2,
             p == Plan3,
             p == FinalStart,
-            p == EmitStart,
         ]
     }
 
-    fn outputs(s: &Sequencer<3>) -> [bool; 19] {
+    fn outputs(s: &Sequencer<3>) -> [bool; 17] {
         [
             s.at_idle.val(),
             s.at_load_run.val(),
@@ -1072,7 +1000,6 @@ mod tests {
             s.at_reduce.val(),
             s.at_clear.val(),
             s.at_begin.val(),
-            s.at_emit_show.val(),
             s.at_load_target.val(),
             s.at_search_init.val(),
             s.at_search_check.val(),
@@ -1082,7 +1009,6 @@ mod tests {
             s.at_plan2.val(),
             s.at_plan3.val(),
             s.at_final_start.val(),
-            s.at_emit_start.val(),
         ]
     }
 
@@ -1120,7 +1046,6 @@ mod tests {
             let mut last_row = self.last_row;
             let (load_wait, reduce_wait) = (LOAD_LATENCY as u64 - 1, (LANES + crate::reduce::LATENCY) as u64);
             let (search_wait, probe_wait) = (SEARCH_LATENCY as u64 - 2, PROBE_LATENCY as u64 - 2);
-            let final_wait = FINAL_LATENCY as u64 - 1;
             let mut finish = false;
             let mut error = self.error;
             match self.phase {
@@ -1161,7 +1086,7 @@ mod tests {
                 SearchWait => {}
                 SearchCheck => (row, next) = (0, if self.more { SearchIssue } else { FinalStart }),
                 SearchIssue if self.row_last => (row, countdown, next) = (0, search_wait, SearchDrain),
-                FinalIssue if self.row_last => (row, countdown, next) = (0, final_wait, FinalDrain),
+                FinalIssue if self.row_last => (row, next) = (0, Emit),
                 SearchIssue | FinalIssue => row = self.row + 1,
                 SearchDrain if cz => (countdown, next) = (reduce_wait, SearchReduce),
                 SearchReduce if cz => next = SearchUpdate1,
@@ -1170,13 +1095,9 @@ mod tests {
                 SearchUpdate2 => (countdown, next) = (probe_wait, SearchWait),
                 FinalStart => (countdown, next) = (1, FinalWait),
                 FinalWait if cz => next = FinalIssue,
-                FinalDrain if cz => next = EmitStart,
-                FinalWait | FinalDrain => {}
-                EmitStart => next = EmitWait,
-                EmitWait => next = EmitShow,
-                EmitShow if i.out_ready && self.row_last => (finish, next) = (true, Idle),
-                EmitShow if i.out_ready => (row, next) = (self.row + 1, EmitWait),
-                EmitShow => {}
+                FinalWait => {}
+                Emit if i.out_ready && i.out_last => (finish, next) = (true, Idle),
+                Emit => {}
             }
             let was_busy = self.busy;
             if was_busy {
@@ -1222,6 +1143,7 @@ mod tests {
                 start_code: if rng.gen_bool(0.05) { rng.gen_range(1..16) } else { 0 },
                 in_valid: rng.gen_bool(0.7),
                 out_ready: rng.gen_bool(0.6),
+                out_last: rng.gen_bool(0.2),
                 last_row: if rng.gen_bool(0.5) { 0 } else { rng.gen_range(0..ROWS) },
                 more_a: rng.gen_bool(0.3),
                 more_b: rng.gen_bool(0.3),
@@ -1232,6 +1154,7 @@ mod tests {
             s.start_code.next = i.start_code.into();
             s.in_valid.next = i.in_valid;
             s.out_ready.next = i.out_ready;
+            s.out_last.next = i.out_last;
             s.last_row_in.next = i.last_row.into();
             s.more_a.next = i.more_a;
             s.more_b.next = i.more_b;
@@ -1255,8 +1178,8 @@ mod tests {
             assert_eq!(s.error.val().to_u64(), m.error, "error: {ctx}");
             assert_eq!(s.cycles.val().to_u64(), m.cycles, "cycles: {ctx}");
         }
-        // Every one of the 24 phases, each often enough that its exits were taken.
-        assert_eq!(visits.len(), 24, "phases visited: {visits:?}");
+        // Every one of the 21 phases, each often enough that its exits were taken.
+        assert_eq!(visits.len(), 21, "phases visited: {visits:?}");
         assert!(visits.values().all(|&v| v >= 100), "phases visited: {visits:?}");
     }
 }

@@ -38,7 +38,8 @@ fn quanta_through_the_bus<const P: usize, const A: usize>(seed: u64, sequences: 
             assert_eq!(got.alloc, alloc, "alloc, {ctx}");
             assert_eq!(got.credits, after, "credits, {ctx}");
             assert_eq!(got.seq_done, seq, "{ctx}");
-            assert!(got.cycles as usize >= 4 * n.div_ceil(P), "{ctx}: {} cycles", got.cycles);
+            // LOAD and FINAL take a cycle per row at least.
+            assert!(got.cycles as usize >= 2 * n.div_ceil(P), "{ctx}: {} cycles", got.cycles);
             credits = after;
             quanta += 1;
         }

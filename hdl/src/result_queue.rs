@@ -1,0 +1,289 @@
+//! A lane's results out: reads FINAL's result banks a row behind FINAL's writes and
+//! queues the rows for the result stream, so that results leave at a row per cycle
+//! while FINAL is still writing, and the stream's back-pressure stops only this block.
+//!
+//! The queue reads row `r` once FINAL has written it (`r` below `written`, the lane's
+//! write counter) and holds at most [`DEPTH`] rows, counting those read and not yet
+//! arrived: a row read in cycle `t` arrives from the bank in `t + 1` and can be taken
+//! from `t + 2`, so two rows are on their way when the stream takes one per cycle and
+//! four entries never make the reads wait. Every read and every decision to read comes
+//! from flip-flops; `ready` only takes the head (`valid`, `alloc`, `credit` and `last`
+//! are flip-flops through a four-way multiplexer). A result held while `ready` is low
+//! does not change.
+//!
+//! Every lane runs its own copy (they are all in step), so that nothing the reads
+//! depend on crosses the die. Owns the order of the results; depends on nothing.
+
+use rust_hdl::prelude::*;
+
+/// Rows a queue holds (read and not yet taken).
+pub const DEPTH: usize = 4;
+
+/// One lane's queue of result rows; `A` address bits of the result banks.
+#[derive(LogicBlock)]
+pub struct ResultQueue<const A: usize> {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Empty the queue and read from row 0 again (between quanta).
+    pub restart: Signal<In, Bit>,
+    /// FINAL writes results: rows below `written` can be read.
+    pub on: Signal<In, Bit>,
+    /// Rows FINAL has written (the lane's write counter).
+    pub written: Signal<In, Bits<A>>,
+    /// The quantum's last row (held for the quantum).
+    pub last_row: Signal<In, Bits<A>>,
+    /// The result banks' allocation at `row`, a cycle after it.
+    pub alloc_in: Signal<In, Bits<32>>,
+    /// The result banks' balance at `row`, a cycle after it.
+    pub credit_in: Signal<In, Bits<32>>,
+    /// The result stream takes the head (when `valid`).
+    pub ready: Signal<In, Bit>,
+    /// The result banks' row to read.
+    pub row: Signal<Out, Bits<A>>,
+    /// A row is at the head.
+    pub valid: Signal<Out, Bit>,
+    /// The head is the quantum's last row (with `valid`).
+    pub last: Signal<Out, Bit>,
+    /// The head's allocation.
+    pub alloc: Signal<Out, Bits<32>>,
+    /// The head's balance.
+    pub credit: Signal<Out, Bits<32>>,
+    next_row: DFF<Bits<A>>,
+    /// Every row of the quantum has been read.
+    read_all: DFF<Bit>,
+    /// A row was read in the last cycle: its data is at the banks' outputs.
+    arriving: DFF<Bit>,
+    arriving_last: DFF<Bit>,
+    /// Rows read and not yet taken.
+    held: DFF<Bits<3>>,
+    /// Rows in the entries.
+    count: DFF<Bits<3>>,
+    nonempty: DFF<Bit>,
+    write_at: DFF<Bits<2>>,
+    read_at: DFF<Bits<2>>,
+    alloc_q: [DFF<Bits<32>>; DEPTH],
+    credit_q: [DFF<Bits<32>>; DEPTH],
+    last_q: [DFF<Bit>; DEPTH],
+    slot: [Constant<Bits<2>>; DEPTH],
+    fetch: Signal<Local, Bit>,
+    take: Signal<Local, Bit>,
+    count_next: Signal<Local, Bits<3>>,
+}
+
+impl<const A: usize> Default for ResultQueue<A> {
+    fn default() -> Self {
+        ResultQueue {
+            clock: Default::default(),
+            restart: Default::default(),
+            on: Default::default(),
+            written: Default::default(),
+            last_row: Default::default(),
+            alloc_in: Default::default(),
+            credit_in: Default::default(),
+            ready: Default::default(),
+            row: Default::default(),
+            valid: Default::default(),
+            last: Default::default(),
+            alloc: Default::default(),
+            credit: Default::default(),
+            next_row: Default::default(),
+            read_all: Default::default(),
+            arriving: Default::default(),
+            arriving_last: Default::default(),
+            held: Default::default(),
+            count: Default::default(),
+            nonempty: Default::default(),
+            write_at: Default::default(),
+            read_at: Default::default(),
+            alloc_q: array_init::array_init(|_| Default::default()),
+            credit_q: array_init::array_init(|_| Default::default()),
+            last_q: array_init::array_init(|_| Default::default()),
+            slot: array_init::array_init(|k| Constant::new(Bits::<2>::from(k as u64))),
+            fetch: Default::default(),
+            take: Default::default(),
+            count_next: Default::default(),
+        }
+    }
+}
+
+impl<const A: usize> Logic for ResultQueue<A> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, next_row, read_all, arriving, arriving_last, held, count, nonempty, write_at, read_at);
+        for k in 0..DEPTH {
+            self.alloc_q[k].clock.next = self.clock.val();
+            self.credit_q[k].clock.next = self.clock.val();
+            self.last_q[k].clock.next = self.clock.val();
+            self.alloc_q[k].d.next = self.alloc_q[k].q.val();
+            self.credit_q[k].d.next = self.credit_q[k].q.val();
+            self.last_q[k].d.next = self.last_q[k].q.val();
+        }
+        // Read a row FINAL has written while fewer than DEPTH rows are held.
+        self.fetch.next = self.on.val()
+            & !self.read_all.q.val()
+            & (self.next_row.q.val() != self.written.val())
+            & !self.held.q.val().get_bit(2);
+        self.take.next = self.ready.val() & self.nonempty.q.val();
+        self.row.next = self.next_row.q.val();
+        self.arriving.d.next = self.fetch.val();
+        self.arriving_last.d.next = self.next_row.q.val() == self.last_row.val();
+        if self.fetch.val() {
+            self.next_row.d.next = self.next_row.q.val() + 1;
+            if self.next_row.q.val() == self.last_row.val() {
+                self.read_all.d.next = true;
+            }
+        }
+        if self.fetch.val() & !self.take.val() {
+            self.held.d.next = self.held.q.val() + 1;
+        }
+        if !self.fetch.val() & self.take.val() {
+            self.held.d.next = self.held.q.val() - 1;
+        }
+        // The entries: an arriving row is written at `write_at`, the head is taken.
+        self.count_next.next = self.count.q.val();
+        if self.arriving.q.val() & !self.take.val() {
+            self.count_next.next = self.count.q.val() + 1;
+        }
+        if !self.arriving.q.val() & self.take.val() {
+            self.count_next.next = self.count.q.val() - 1;
+        }
+        self.count.d.next = self.count_next.val();
+        self.nonempty.d.next = self.count_next.val() != 0;
+        for k in 0..DEPTH {
+            if self.arriving.q.val() & (self.write_at.q.val() == self.slot[k].val()) {
+                self.alloc_q[k].d.next = self.alloc_in.val();
+                self.credit_q[k].d.next = self.credit_in.val();
+                self.last_q[k].d.next = self.arriving_last.q.val();
+            }
+        }
+        if self.arriving.q.val() {
+            self.write_at.d.next = self.write_at.q.val() + 1;
+        }
+        if self.take.val() {
+            self.read_at.d.next = self.read_at.q.val() + 1;
+        }
+        if self.restart.val() {
+            self.next_row.d.next = 0.into();
+            self.read_all.d.next = false;
+            self.arriving.d.next = false;
+            self.held.d.next = 0.into();
+            self.count.d.next = 0.into();
+            self.nonempty.d.next = false;
+            self.write_at.d.next = 0.into();
+            self.read_at.d.next = 0.into();
+        }
+        // The head.
+        self.valid.next = self.nonempty.q.val();
+        self.alloc.next = self.alloc_q[0].q.val();
+        self.credit.next = self.credit_q[0].q.val();
+        self.last.next = self.nonempty.q.val() & self.last_q[0].q.val();
+        for k in 1..DEPTH {
+            if self.read_at.q.val() == self.slot[k].val() {
+                self.alloc.next = self.alloc_q[k].q.val();
+                self.credit.next = self.credit_q[k].q.val();
+                self.last.next = self.nonempty.q.val() & self.last_q[k].q.val();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    const A: usize = 4;
+
+    fn tick(q: &mut ResultQueue<A>) {
+        q.clock.next = true.into();
+        assert!(simulate(q, 1_000));
+        q.clock.next = false.into();
+        assert!(simulate(q, 1_000));
+    }
+
+    /// The queue against a bank written a row at a time as FINAL writes it (with random
+    /// gaps), the stream taking at random: every quantum's rows come out once, in order,
+    /// with the words written (a read of a row not yet written returns a poisoned word,
+    /// so reading ahead of FINAL fails), `last` on the last row only, a head held still
+    /// while `ready` is low; with FINAL writing a row per cycle and the stream always
+    /// ready, a row leaves in every cycle after the first.
+    #[test]
+    fn gives_every_written_row_once_in_order_and_a_row_per_cycle_when_the_stream_is_ready() {
+        let mut rng = ChaCha8Rng::seed_from_u64(41);
+        let mut q = ResultQueue::<A>::default();
+        q.connect_all();
+        let mut full_speed = 0;
+        for quantum in 0..400 {
+            let rows = rng.gen_range(1..=1usize << A);
+            // Every tenth quantum: FINAL without gaps and a stream always ready.
+            let steady = quantum % 10 == 0;
+            let words: Vec<(u64, u64)> =
+                (0..rows).map(|_| (rng.gen::<u32>().into(), rng.gen::<u32>().into())).collect();
+            q.restart.next = true;
+            q.on.next = false;
+            q.written.next = 0.into();
+            q.ready.next = false;
+            tick(&mut q);
+            q.restart.next = false;
+            q.last_row.next = ((rows - 1) as u64).into();
+            q.on.next = true;
+            let (mut written, mut got) = (0usize, Vec::new());
+            let mut held: Option<(u64, u64, bool)> = None;
+            let mut out_cycles = Vec::new();
+            // The bank: what the queue reads in one cycle it sees in the next.
+            let mut bank_out = (0u64, 0u64);
+            for cycle in 0..10_000 {
+                if got.len() == rows {
+                    break;
+                }
+                let ready = steady || rng.gen_bool(0.6);
+                q.ready.next = ready;
+                q.written.next = ((written % (1 << A)) as u64).into();
+                q.alloc_in.next = bank_out.0.into();
+                q.credit_in.next = bank_out.1.into();
+                assert!(simulate(&mut q, 1_000));
+                if q.valid.val() {
+                    let head = (q.alloc.val().to_u64(), q.credit.val().to_u64(), q.last.val());
+                    if let Some(h) = held.take() {
+                        assert_eq!(h, head, "quantum {quantum}, cycle {cycle}: the head changed while not taken");
+                    }
+                    if ready {
+                        got.push(head);
+                        out_cycles.push(cycle);
+                    } else {
+                        held = Some(head);
+                    }
+                } else {
+                    assert!(!q.last.val(), "quantum {quantum}: last without a row");
+                }
+                let read = q.row.val().to_u64() as usize;
+                bank_out = match words.get(read) {
+                    Some(&w) if read < written => w,
+                    _ => (0xdead_beef, 0xdead_beef),
+                };
+                // FINAL writes a row at the end of this cycle.
+                if written < rows && (steady || rng.gen_bool(0.7)) {
+                    written += 1;
+                }
+                tick(&mut q);
+            }
+            let want: Vec<(u64, u64, bool)> =
+                words.iter().enumerate().map(|(r, &(a, c))| (a, c, r == rows - 1)).collect();
+            assert_eq!(got, want, "quantum {quantum}: {rows} rows");
+            if steady {
+                // Row 0 is written at the end of cycle 0, read in 1, arrives in 2 and
+                // leaves in 3; then one a cycle.
+                assert_eq!(out_cycles, (3..3 + rows).collect::<Vec<_>>(), "quantum {quantum}");
+                full_speed += 1;
+            }
+            // Nothing more comes out.
+            q.ready.next = true;
+            for _ in 0..4 {
+                tick(&mut q);
+                assert!(!q.valid.val(), "quantum {quantum}: a row after the last");
+            }
+        }
+        assert_eq!(full_speed, 40);
+    }
+}
