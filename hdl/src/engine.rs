@@ -14,7 +14,9 @@
 //!    `n (f - g)` come from the settings' multiplications ([`crate::settings`]), started
 //!    with the quantum.
 //! 3. SEARCH: radix-4 passes, one row per cycle, both thresholds at once, until each
-//!    interval has shrunk to one key: at most 17 passes over a 32-bit key range. Each
+//!    interval has shrunk to one key, the first probing around the last quantum's
+//!    threshold when it lies inside the interval (the warm start of [`crate::search`]):
+//!    at most [`crate::search::MAX_PASSES`]. Each
 //!    pass is followed by the reduction of the lanes' counts (`P + 1` cycles), the
 //!    narrowing (2) and the next probes ([`crate::search::PROBE_LATENCY`], which
 //!    includes the cycle in which the new interval is taken).

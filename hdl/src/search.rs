@@ -27,6 +27,10 @@ use rust_hdl::prelude::*;
 /// `update2`, `more` follows it in two cycles and the probes in five.
 pub const PROBE_LATENCY: usize = 6;
 
+/// The most passes a search takes: 17 over a 32-bit key range from cold (each pass
+/// keeps a quarter), one more after a warm first pass that missed.
+pub const MAX_PASSES: usize = 18;
+
 /// How far from the last threshold the first pass probes (see the warm start above):
 /// a new threshold within this span is one radix-4 pass from found.
 pub const WARM_SPAN: u64 = 4;

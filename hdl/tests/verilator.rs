@@ -122,7 +122,7 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
     for &(line, _, n) in timed.iter().filter(|q| q.1) {
         let cycles: usize = lines[line].split(' ').nth(2).and_then(|c| c.parse().ok()).unwrap_or(0);
         // The formula of docs/engine.md, exactly, for some number of passes.
-        let fits = (0..=17).any(|k| fairshare_hdl::engine::cycles(n, P, k) == cycles);
+        let fits = (0..=fairshare_hdl::search::MAX_PASSES).any(|k| fairshare_hdl::engine::cycles(n, P, k) == cycles);
         assert!(fits, "line {line}: {cycles} cycles fit no pass count of engine::cycles (n = {n}, P = {P})");
         searched += usize::from(cycles > cycles_without_search(n, P) as usize);
     }
