@@ -59,7 +59,7 @@ pub use fairshare_abi::status as error_code;
 /// - `4`: the last row read from the result banks, arriving, taken, and the cycle that
 ///   closes the quantum (the lanes' copies of `busy` fall with it).
 ///
-/// With the constants of this build: `2R + p + 41 + k (R + p + 14)`.
+/// With the constants of this build: `2R + p + 43 + k (R + p + 14)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
     let reduce = p + crate::reduce::LATENCY;

@@ -232,7 +232,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         self.tick();
         self.uut.start.next = false;
         self.settle_inputs();
-        let mut row = 0;
+        let (mut row, mut beats) = (0, 0);
         let mut alloc = Vec::with_capacity(n);
         let mut credits = Vec::with_capacity(n);
         let mut stalls = Stalls(self.stall_seed);
@@ -262,6 +262,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
                     assert_eq!(h, beat, "a result beat changed while out_ready was low");
                 }
                 if out_active {
+                    beats += 1;
                     for lane in 0..P {
                         if alloc.len() < n {
                             alloc.push(beat.0[lane] as u32);
@@ -286,6 +287,7 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
             return Err(EngineError(code));
         }
         assert_eq!(alloc.len(), n, "engine emitted {} results for {n} users", alloc.len());
+        assert_eq!(beats, Self::rows(n), "engine emitted {beats} result rows for {n} users");
         Ok(QuantumOutput { alloc, credits, cycles: self.uut.cycles.val().to_u64() as u32, device_ns: 0 })
     }
 }

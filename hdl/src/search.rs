@@ -518,8 +518,9 @@ mod tests {
     /// The warm start: searches one after the other over keys that drift (a wide spread,
     /// as Karma's credits have, the target and the keys moving a little each time), each
     /// exact; where the new threshold lies within `WARM_SPAN` of the last (and the last
-    /// inside the interval), the search takes at most two passes, where a cold one takes
-    /// at least four over these ranges; elsewhere at most one more than a cold search.
+    /// inside the interval), the search takes at most two passes, where a cold search's
+    /// worst case over these ranges is four or more; elsewhere at most one more than
+    /// that worst case.
     #[test]
     fn a_threshold_near_the_last_one_takes_two_passes() {
         let mut rng = ChaCha8Rng::seed_from_u64(43);

@@ -90,7 +90,7 @@ fn run(dir: &Path, exe: &Path, script: &str, expected: usize) -> Vec<String> {
 fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let (verilog, shell) = (engine_verilog::<P, A>().unwrap(), engine_shell::<P, A>());
-    // Five banks per lane (credits, starts, runs, allocations, kinds).
+    // BANKS per lane (credits, starts, runs, base allocations, kinds, the two result banks).
     let verilog = undefined_collisions(verilog, BANKS * P);
     let exe = build(dir.path(), verilog, shell, "engine_shell", "harness.cpp", &format!("-DLANES={P}"));
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
