@@ -56,10 +56,12 @@ pub use fairshare_abi::status as error_code;
 ///   the reduction, the narrowing, the next probes and the check;
 /// - `3 + R + FINAL_LATENCY`: FINAL, whose results go out a row per cycle behind its
 ///   writes ([`crate::result_queue`]);
-/// - `4`: the last row read from the result banks, arriving, taken, and the cycle that
-///   closes the quantum (the lanes' copies of `busy` fall with it).
+/// - `LATENCY + 2`: the last row through the result queue
+///   ([`crate::result_queue::LATENCY`]), the cycle in which the sequencer learns it was
+///   taken (from a flip-flop of lane 0's queue) and the cycle that closes the quantum
+///   (the lanes' copies of `busy` fall with it).
 ///
-/// With the constants of this build: `2R + p + 43 + k (R + p + 14)`.
+/// With the constants of this build: `2R + p + 46 + k (R + p + 14)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
     let reduce = p + crate::reduce::LATENCY;
@@ -67,7 +69,7 @@ pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let first = 4 + 1 + PROBE_LATENCY;
     let passes = k * (r + SEARCH_LATENCY + reduce + 2 + PROBE_LATENCY);
     let fin = 3 + r + FINAL_LATENCY;
-    load + first + passes + fin + 4
+    load + first + passes + fin + crate::result_queue::LATENCY + 2
 }
 
 /// The reciprocal that divides a user count below 2^16 by `p` (the quantum's last
@@ -417,8 +419,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.sequencer.start.next = self.start.val();
         self.sequencer.start_code.next = self.settings.code.val();
         self.sequencer.in_valid.next = self.in_valid.val();
-        self.sequencer.out_ready.next = self.out_ready.val();
-        self.sequencer.out_last.next = self.lanes[0].result_last.val();
+        self.sequencer.last_taken.next = self.lanes[0].result_last_taken.val();
         self.sequencer.last_row_in.next = self.settings.last_row.val();
         self.sequencer.more_a.next = self.search_a.more.val();
         self.sequencer.more_b.next = self.search_b.more.val();

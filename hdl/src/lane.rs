@@ -178,6 +178,8 @@ pub struct EngineLane<const A: usize> {
     pub result_valid: Signal<Out, Bit>,
     /// The head is the quantum's last row.
     pub result_last: Signal<Out, Bit>,
+    /// The last row was taken in the cycle before (a flip-flop).
+    pub result_last_taken: Signal<Out, Bit>,
     /// The head's allocation.
     pub result_alloc: Signal<Out, Bits<32>>,
     /// The head's balance.
@@ -360,6 +362,7 @@ impl<const A: usize> EngineLane<A> {
             at_b: Default::default(),
             result_valid: Default::default(),
             result_last: Default::default(),
+            result_last_taken: Default::default(),
             result_alloc: Default::default(),
             result_credit: Default::default(),
             credit: Default::default(),
@@ -517,6 +520,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.banks.result_row.next = self.queue.row.val();
         self.result_valid.next = self.queue.valid.val();
         self.result_last.next = self.queue.last.val();
+        self.result_last_taken.next = self.queue.last_taken.val();
         self.result_alloc.next = self.queue.alloc.val();
         self.result_credit.next = self.queue.credit.val();
 
@@ -939,6 +943,7 @@ mod tests {
                 }
                 tick(&mut l);
             }
+            assert!(l.result_last_taken.val(), "quantum {quantum}: the last row's taking not flagged");
             l.out_ready.next = false;
             let lasts: Vec<bool> = out.iter().map(|r| r.2).collect();
             assert_eq!(lasts, (0..ROWS).map(|r| r == ROWS - 1).collect::<Vec<_>>(), "quantum {quantum}: last flags");

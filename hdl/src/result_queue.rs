@@ -2,22 +2,31 @@
 //! queues the rows for the result stream, so that results leave at a row per cycle
 //! while FINAL is still writing, and the stream's back-pressure stops only this block.
 //!
-//! The queue reads row `r` once FINAL has written it (`r` below `written`, the lane's
-//! write counter) and holds at most [`DEPTH`] rows, counting those read and not yet
-//! arrived: a row read in cycle `t` arrives from the bank in `t + 1` and can be taken
-//! from `t + 2`, so two rows are on their way when the stream takes one per cycle and
-//! four entries never make the reads wait. Every read and every decision to read comes
-//! from flip-flops; `ready` only takes the head (`valid`, `alloc`, `credit` and `last`
-//! are flip-flops through a four-way multiplexer). A result held while `ready` is low
-//! does not change.
+//! The queue decides to read row `r` once FINAL has written it (`r` below `written`,
+//! the lane's write counter) and holds at most [`DEPTH`] rows, counting those decided
+//! and not yet taken. A row decided in cycle `t` is read in `t + 1` (the banks' read
+//! address moves on a registered enable), leaves the bank in `t + 2`, is registered
+//! beside the queue in `t + 3` and written into its entry (on a registered one-hot
+//! enable) at the end of it, and can be taken from `t + 4`: four rows are on their way
+//! when the stream takes one per cycle, so five entries never make the reads wait.
+//! Every enable is a flip-flop, the decision to read a LUT or two on flip-flops, and
+//! `ready` only takes the head (`valid`, `alloc`, `credit` and `last` are flip-flops
+//! through a five-way multiplexer). A result held while `ready` is low does not change.
 //!
 //! Every lane runs its own copy (they are all in step), so that nothing the reads
-//! depend on crosses the die. Owns the order of the results; depends on nothing.
+//! depend on crosses the die. The engine's sequencer learns that the last row was taken
+//! from lane 0's registered `last_taken`, a cycle later. Owns the order of the results;
+//! depends on nothing.
 
 use rust_hdl::prelude::*;
 
-/// Rows a queue holds (read and not yet taken).
-pub const DEPTH: usize = 4;
+/// Rows a queue holds (decided and not yet taken).
+pub const DEPTH: usize = 5;
+
+/// Cycles from FINAL's write of a row (the end of the cycle that writes it) to the
+/// first cycle the row can be taken, when the queue is not full: decided, read, out
+/// of the bank, registered, in its entry.
+pub const LATENCY: usize = 5;
 
 /// One lane's queue of result rows; `A` address bits of the result banks.
 #[derive(LogicBlock)]
@@ -48,26 +57,46 @@ pub struct ResultQueue<const A: usize> {
     pub alloc: Signal<Out, Bits<32>>,
     /// The head's balance.
     pub credit: Signal<Out, Bits<32>>,
+    /// The last row was taken in the cycle before (a flip-flop).
+    pub last_taken: Signal<Out, Bit>,
+    /// The next row to decide on, and the row the banks read.
+    ask_row: DFF<Bits<A>>,
     next_row: DFF<Bits<A>>,
-    /// Every row of the quantum has been read.
+    /// Every row of the quantum has been decided on.
     read_all: DFF<Bit>,
-    /// A row was read in the last cycle: its data is at the banks' outputs.
+    /// A row decided on in the last cycle is read now (the read address's enable), and
+    /// the entry it will take and whether it is the last, along the way to its entry.
+    reading: DFF<Bit>,
+    reading_slot: DFF<Bits<3>>,
+    reading_last: DFF<Bit>,
+    leaving: DFF<Bit>,
+    leaving_slot: DFF<Bits<3>>,
+    leaving_last: DFF<Bit>,
+    /// The row out of the banks, registered beside the entries, with its entry's enable.
     arriving: DFF<Bit>,
     arriving_last: DFF<Bit>,
-    /// Rows read and not yet taken.
+    alloc_r: DFF<Bits<32>>,
+    credit_r: DFF<Bits<32>>,
+    enable: [DFF<Bit>; DEPTH],
+    /// Rows decided on and not yet taken.
     held: DFF<Bits<3>>,
+    /// The entry the next decided row will take.
+    fill_at: DFF<Bits<3>>,
     /// Rows in the entries.
     count: DFF<Bits<3>>,
     nonempty: DFF<Bit>,
-    write_at: DFF<Bits<2>>,
-    read_at: DFF<Bits<2>>,
+    read_at: DFF<Bits<3>>,
+    taken_last: DFF<Bit>,
     alloc_q: [DFF<Bits<32>>; DEPTH],
     credit_q: [DFF<Bits<32>>; DEPTH],
     last_q: [DFF<Bit>; DEPTH],
-    slot: [Constant<Bits<2>>; DEPTH],
+    slot: [Constant<Bits<3>>; DEPTH],
+    last_slot: Constant<Bits<3>>,
+    full: Constant<Bits<3>>,
     fetch: Signal<Local, Bit>,
     take: Signal<Local, Bit>,
     count_next: Signal<Local, Bits<3>>,
+    head_last: Signal<Local, Bit>,
 }
 
 impl<const A: usize> Default for ResultQueue<A> {
@@ -86,22 +115,37 @@ impl<const A: usize> Default for ResultQueue<A> {
             last: Default::default(),
             alloc: Default::default(),
             credit: Default::default(),
+            last_taken: Default::default(),
+            ask_row: Default::default(),
             next_row: Default::default(),
             read_all: Default::default(),
+            reading: Default::default(),
+            reading_slot: Default::default(),
+            reading_last: Default::default(),
+            leaving: Default::default(),
+            leaving_slot: Default::default(),
+            leaving_last: Default::default(),
             arriving: Default::default(),
             arriving_last: Default::default(),
+            alloc_r: Default::default(),
+            credit_r: Default::default(),
+            enable: array_init::array_init(|_| Default::default()),
             held: Default::default(),
+            fill_at: Default::default(),
             count: Default::default(),
             nonempty: Default::default(),
-            write_at: Default::default(),
             read_at: Default::default(),
+            taken_last: Default::default(),
             alloc_q: array_init::array_init(|_| Default::default()),
             credit_q: array_init::array_init(|_| Default::default()),
             last_q: array_init::array_init(|_| Default::default()),
-            slot: array_init::array_init(|k| Constant::new(Bits::<2>::from(k as u64))),
+            slot: array_init::array_init(|k| Constant::new(Bits::<3>::from(k as u64))),
+            last_slot: Constant::new(Bits::<3>::from(DEPTH as u64 - 1)),
+            full: Constant::new(Bits::<3>::from(DEPTH as u64)),
             fetch: Default::default(),
             take: Default::default(),
             count_next: Default::default(),
+            head_last: Default::default(),
         }
     }
 }
@@ -109,28 +153,52 @@ impl<const A: usize> Default for ResultQueue<A> {
 impl<const A: usize> Logic for ResultQueue<A> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, next_row, read_all, arriving, arriving_last, held, count, nonempty, write_at, read_at);
+        dff_setup!(
+            self,
+            clock,
+            ask_row,
+            next_row,
+            read_all,
+            reading,
+            reading_slot,
+            reading_last,
+            leaving,
+            leaving_slot,
+            leaving_last,
+            arriving,
+            arriving_last,
+            alloc_r,
+            credit_r,
+            held,
+            fill_at,
+            count,
+            nonempty,
+            read_at,
+            taken_last
+        );
         for k in 0..DEPTH {
             self.alloc_q[k].clock.next = self.clock.val();
             self.credit_q[k].clock.next = self.clock.val();
             self.last_q[k].clock.next = self.clock.val();
+            self.enable[k].clock.next = self.clock.val();
             self.alloc_q[k].d.next = self.alloc_q[k].q.val();
             self.credit_q[k].d.next = self.credit_q[k].q.val();
             self.last_q[k].d.next = self.last_q[k].q.val();
         }
-        // Read a row FINAL has written while fewer than DEPTH rows are held.
+        // Decide to read a row FINAL has written while fewer than DEPTH rows are held.
         self.fetch.next = self.on.val()
             & !self.read_all.q.val()
-            & (self.next_row.q.val() != self.written.val())
-            & !self.held.q.val().get_bit(2);
+            & (self.ask_row.q.val() != self.written.val())
+            & (self.held.q.val() != self.full.val());
         self.take.next = self.ready.val() & self.nonempty.q.val();
-        self.row.next = self.next_row.q.val();
-        self.arriving.d.next = self.fetch.val();
-        self.arriving_last.d.next = self.next_row.q.val() == self.last_row.val();
         if self.fetch.val() {
-            self.next_row.d.next = self.next_row.q.val() + 1;
-            if self.next_row.q.val() == self.last_row.val() {
+            self.ask_row.d.next = self.ask_row.q.val() + 1;
+            if self.ask_row.q.val() == self.last_row.val() {
                 self.read_all.d.next = true;
+            }
+            self.fill_at.d.next = self.fill_at.q.val() + 1;
+            if self.fill_at.q.val() == self.last_slot.val() {
+                self.fill_at.d.next = 0.into();
             }
         }
         if self.fetch.val() & !self.take.val() {
@@ -139,7 +207,32 @@ impl<const A: usize> Logic for ResultQueue<A> {
         if !self.fetch.val() & self.take.val() {
             self.held.d.next = self.held.q.val() - 1;
         }
-        // The entries: an arriving row is written at `write_at`, the head is taken.
+        // The row decided on is read in the next cycle: the banks read `next_row` at the
+        // end of every cycle, and it moves on a registered enable.
+        self.reading.d.next = self.fetch.val();
+        self.reading_slot.d.next = self.fill_at.q.val();
+        self.reading_last.d.next = self.ask_row.q.val() == self.last_row.val();
+        self.row.next = self.next_row.q.val();
+        if self.reading.q.val() {
+            self.next_row.d.next = self.next_row.q.val() + 1;
+        }
+        // Out of the bank, then registered beside the entries with its entry's enable.
+        self.leaving.d.next = self.reading.q.val();
+        self.leaving_slot.d.next = self.reading_slot.q.val();
+        self.leaving_last.d.next = self.reading_last.q.val();
+        self.alloc_r.d.next = self.alloc_in.val();
+        self.credit_r.d.next = self.credit_in.val();
+        self.arriving.d.next = self.leaving.q.val();
+        self.arriving_last.d.next = self.leaving_last.q.val();
+        for k in 0..DEPTH {
+            self.enable[k].d.next = self.leaving.q.val() & (self.leaving_slot.q.val() == self.slot[k].val());
+            if self.enable[k].q.val() {
+                self.alloc_q[k].d.next = self.alloc_r.q.val();
+                self.credit_q[k].d.next = self.credit_r.q.val();
+                self.last_q[k].d.next = self.arriving_last.q.val();
+            }
+        }
+        // The entries' count, and the head taken.
         self.count_next.next = self.count.q.val();
         if self.arriving.q.val() & !self.take.val() {
             self.count_next.next = self.count.q.val() + 1;
@@ -149,41 +242,43 @@ impl<const A: usize> Logic for ResultQueue<A> {
         }
         self.count.d.next = self.count_next.val();
         self.nonempty.d.next = self.count_next.val() != 0;
-        for k in 0..DEPTH {
-            if self.arriving.q.val() & (self.write_at.q.val() == self.slot[k].val()) {
-                self.alloc_q[k].d.next = self.alloc_in.val();
-                self.credit_q[k].d.next = self.credit_in.val();
-                self.last_q[k].d.next = self.arriving_last.q.val();
-            }
-        }
-        if self.arriving.q.val() {
-            self.write_at.d.next = self.write_at.q.val() + 1;
-        }
         if self.take.val() {
             self.read_at.d.next = self.read_at.q.val() + 1;
+            if self.read_at.q.val() == self.last_slot.val() {
+                self.read_at.d.next = 0.into();
+            }
         }
         if self.restart.val() {
+            self.ask_row.d.next = 0.into();
             self.next_row.d.next = 0.into();
             self.read_all.d.next = false;
+            self.reading.d.next = false;
+            self.leaving.d.next = false;
             self.arriving.d.next = false;
             self.held.d.next = 0.into();
+            self.fill_at.d.next = 0.into();
             self.count.d.next = 0.into();
             self.nonempty.d.next = false;
-            self.write_at.d.next = 0.into();
             self.read_at.d.next = 0.into();
+            for k in 0..DEPTH {
+                self.enable[k].d.next = false;
+            }
         }
         // The head.
         self.valid.next = self.nonempty.q.val();
         self.alloc.next = self.alloc_q[0].q.val();
         self.credit.next = self.credit_q[0].q.val();
-        self.last.next = self.nonempty.q.val() & self.last_q[0].q.val();
+        self.head_last.next = self.last_q[0].q.val();
         for k in 1..DEPTH {
             if self.read_at.q.val() == self.slot[k].val() {
                 self.alloc.next = self.alloc_q[k].q.val();
                 self.credit.next = self.credit_q[k].q.val();
-                self.last.next = self.nonempty.q.val() & self.last_q[k].q.val();
+                self.head_last.next = self.last_q[k].q.val();
             }
         }
+        self.last.next = self.nonempty.q.val() & self.head_last.val();
+        self.taken_last.d.next = self.take.val() & self.head_last.val();
+        self.last_taken.next = self.taken_last.q.val();
     }
 }
 
@@ -206,8 +301,8 @@ mod tests {
     /// gaps), the stream taking at random: every quantum's rows come out once, in order,
     /// with the words written (a read of a row not yet written returns a poisoned word,
     /// so reading ahead of FINAL fails), `last` on the last row only, a head held still
-    /// (and valid) while `ready` is low, a restart with `on` high or low as the engine
-    /// gives it; with FINAL writing a row per cycle and the stream always
+    /// (and valid) while `ready` is low, `last_taken` in the cycle after the last row is
+    /// taken and never else, a restart with `on` high or low as the engine gives it; with FINAL writing a row per cycle and the stream always
     /// ready, a row leaves in every cycle after the first.
     #[test]
     fn gives_every_written_row_once_in_order_and_a_row_per_cycle_when_the_stream_is_ready() {
@@ -246,6 +341,7 @@ mod tests {
                 q.alloc_in.next = bank_out.0.into();
                 q.credit_in.next = bank_out.1.into();
                 assert!(simulate(&mut q, 1_000));
+                assert!(!q.last_taken.val(), "quantum {quantum}, cycle {cycle}: last_taken before the last row");
                 assert!(q.valid.val() || held.is_none(), "quantum {quantum}, cycle {cycle}: a head not taken vanished");
                 if q.valid.val() {
                     let head = (q.alloc.val().to_u64(), q.credit.val().to_u64(), q.last.val());
@@ -276,16 +372,18 @@ mod tests {
                 words.iter().enumerate().map(|(r, &(a, c))| (a, c, r == rows - 1)).collect();
             assert_eq!(got, want, "quantum {quantum}: {rows} rows");
             if steady {
-                // Row 0 is written at the end of cycle 0, read in 1, arrives in 2 and
-                // leaves in 3; then one a cycle.
-                assert_eq!(out_cycles, (3..3 + rows).collect::<Vec<_>>(), "quantum {quantum}");
+                // Row 0 is written at the end of cycle 0 and can be taken LATENCY cycles
+                // later; then one a cycle.
+                assert_eq!(out_cycles, (LATENCY..LATENCY + rows).collect::<Vec<_>>(), "quantum {quantum}");
                 full_speed += 1;
             }
-            // Nothing more comes out.
+            // The cycle after the last row was taken says so, once; nothing more comes out.
+            assert!(q.last_taken.val(), "quantum {quantum}: last_taken a cycle after the last row");
             q.ready.next = true;
             for _ in 0..4 {
                 tick(&mut q);
                 assert!(!q.valid.val(), "quantum {quantum}: a row after the last");
+                assert!(!q.last_taken.val(), "quantum {quantum}: last_taken twice");
             }
         }
         assert_eq!(full_speed, 40);

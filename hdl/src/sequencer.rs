@@ -15,8 +15,8 @@
 //! the datapath it steers (the enables of the users-left counter that feeds every
 //! lane), the placer put those LUTs near the lanes, and the critical path left the FSM
 //! and came back, two wires across the die in one cycle. Here every output leaves a
-//! flip-flop, and every input but the stream handshakes (`start`,
-//! `in_valid`, `out_ready`) is a flip-flop's: a path into or out of this block crosses
+//! flip-flop, and every input but `start` and the demand stream's
+//! `in_valid` is a flip-flop's: a path into or out of this block crosses
 //! the die at most once.
 //!
 //! Owns when the engine moves and the status that follows from it (`busy`, `done`,
@@ -91,11 +91,9 @@ pub struct Sequencer<const A: usize> {
     pub start_code: Signal<In, Bits<4>>,
     /// Demand stream valid.
     pub in_valid: Signal<In, Bit>,
-    /// Result stream ready.
-    pub out_ready: Signal<In, Bit>,
-    /// The result row shown is the quantum's last (lane 0's result queue: a flip-flop
-    /// through its head's multiplexer).
-    pub out_last: Signal<In, Bit>,
+    /// The quantum's last result row was taken in the cycle before (lane 0's result
+    /// queue, a flip-flop: the result stream's handshake does not reach this block).
+    pub last_taken: Signal<In, Bit>,
     /// The quantum's last row, `ceil(n / P) - 1` (from the settings taken with
     /// `start`; read in Begin): LOAD ends with the beat of that row.
     pub last_row_in: Signal<In, Bits<A>>,
@@ -251,8 +249,7 @@ impl<const A: usize> Sequencer<A> {
             start: Default::default(),
             start_code: Default::default(),
             in_valid: Default::default(),
-            out_ready: Default::default(),
-            out_last: Default::default(),
+            last_taken: Default::default(),
             last_row_in: Default::default(),
             more_a: Default::default(),
             more_b: Default::default(),
@@ -389,7 +386,7 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.refuse.next = self.is_begin.q.val() & (self.start_code.val() != 0);
         self.finish.next = self.refuse.val()
             | (self.is_plan4.q.val() & self.stop_r.q.val())
-            | (self.is_emit.q.val() & self.out_ready.val() & self.out_last.val());
+            | (self.is_emit.q.val() & self.last_taken.val());
         // The next state: each bit is where it comes from and whether it stays.
         self.nx_active.next = self.idle_start.val() | (self.is_active.q.val() & !self.finish.val());
         self.nx_begin.next = self.idle_start.val();
@@ -421,8 +418,8 @@ impl<const A: usize> Logic for Sequencer<A> {
             self.is_final_start.q.val() | (self.is_final_wait.q.val() & !self.countdown_zero.q.val());
         self.nx_final_issue.next = (self.is_final_wait.q.val() & self.countdown_zero.q.val())
             | (self.is_final_issue.q.val() & !self.row_last_r.q.val());
-        self.nx_emit.next = (self.is_final_issue.q.val() & self.row_last_r.q.val())
-            | (self.is_emit.q.val() & !(self.out_ready.val() & self.out_last.val()));
+        self.nx_emit.next =
+            (self.is_final_issue.q.val() & self.row_last_r.q.val()) | (self.is_emit.q.val() & !self.last_taken.val());
 
         // The wait counter counts down to zero and stays there; the phases that wait
         // load it as they are entered.
@@ -932,8 +929,7 @@ mod tests {
         start: bool,
         start_code: u64,
         in_valid: bool,
-        out_ready: bool,
-        out_last: bool,
+        last_taken: bool,
         last_row: u64,
         more_a: bool,
         more_b: bool,
@@ -1096,7 +1092,7 @@ mod tests {
                 FinalStart => (countdown, next) = (1, FinalWait),
                 FinalWait if cz => next = FinalIssue,
                 FinalWait => {}
-                Emit if i.out_ready && i.out_last => (finish, next) = (true, Idle),
+                Emit if i.last_taken => (finish, next) = (true, Idle),
                 Emit => {}
             }
             let was_busy = self.busy;
@@ -1142,8 +1138,7 @@ mod tests {
                 start: rng.gen_bool(0.5),
                 start_code: if rng.gen_bool(0.05) { rng.gen_range(1..16) } else { 0 },
                 in_valid: rng.gen_bool(0.7),
-                out_ready: rng.gen_bool(0.6),
-                out_last: rng.gen_bool(0.2),
+                last_taken: rng.gen_bool(0.2),
                 last_row: if rng.gen_bool(0.5) { 0 } else { rng.gen_range(0..ROWS) },
                 more_a: rng.gen_bool(0.3),
                 more_b: rng.gen_bool(0.3),
@@ -1153,8 +1148,7 @@ mod tests {
             s.start.next = i.start;
             s.start_code.next = i.start_code.into();
             s.in_valid.next = i.in_valid;
-            s.out_ready.next = i.out_ready;
-            s.out_last.next = i.out_last;
+            s.last_taken.next = i.last_taken;
             s.last_row_in.next = i.last_row.into();
             s.more_a.next = i.more_a;
             s.more_b.next = i.more_b;
