@@ -9,9 +9,12 @@
 //! beside the queue in `t + 3` and written into its entry (on a registered one-hot
 //! enable) at the end of it, and can be taken from `t + 4`: four rows are on their way
 //! when the stream takes one per cycle, so five entries never make the reads wait.
-//! Every enable is a flip-flop, the decision to read a LUT or two on flip-flops, and
-//! `ready` only takes the head (`valid`, `alloc`, `credit` and `last` are flip-flops
-//! through a five-way multiplexer). A result held while `ready` is low does not change.
+//! The banks' read address and the entries move on enables that are flip-flops; the
+//! decision to read is logic on flip-flops only (the next row against `written`, the
+//! rows held against DEPTH); `ready` takes the head (the read pointer, the counts),
+//! reaches the decision only through the flip-flop `held` and no bank address at all
+//! (`valid`, `alloc`, `credit` and `last` are flip-flops through a five-way
+//! multiplexer). A result held while `ready` is low does not change.
 //!
 //! Every lane runs its own copy (they are all in step), so that nothing the reads
 //! depend on crosses the die. The engine's sequencer learns that the last row was taken
@@ -302,8 +305,9 @@ mod tests {
     /// with the words written (a read of a row not yet written returns a poisoned word,
     /// so reading ahead of FINAL fails), `last` on the last row only, a head held still
     /// (and valid) while `ready` is low, `last_taken` in the cycle after the last row is
-    /// taken and never else, a restart with `on` high or low as the engine gives it; with FINAL writing a row per cycle and the stream always
-    /// ready, a row leaves in every cycle after the first.
+    /// taken and never else, a restart with `on` high or low as the engine gives it;
+    /// with FINAL writing a row per cycle and the stream always ready, a row leaves in
+    /// every cycle after the first.
     #[test]
     fn gives_every_written_row_once_in_order_and_a_row_per_cycle_when_the_stream_is_ready() {
         let mut rng = ChaCha8Rng::seed_from_u64(41);

@@ -75,8 +75,8 @@ pub enum Phase {
     FinalWait,
     /// Streaming rows through FINAL (the results start out behind them).
     FinalIssue,
-    /// The last rows of FINAL in the pipelines and the results out, until the last
-    /// row is taken.
+    /// The last rows of FINAL in the pipelines and the results out, until the cycle
+    /// after the last row is taken (lane 0's registered `last_taken`).
     Emit,
 }
 
