@@ -176,8 +176,6 @@ pub struct EngineLane<const A: usize> {
     pub at_b: Signal<Out, Bit>,
     /// A result row is at the head of the queue (see [`ResultQueue`]).
     pub result_valid: Signal<Out, Bit>,
-    /// The head is the quantum's last row.
-    pub result_last: Signal<Out, Bit>,
     /// The last row was taken in the cycle before (a flip-flop).
     pub result_last_taken: Signal<Out, Bit>,
     /// The head's allocation.
@@ -361,7 +359,6 @@ impl<const A: usize> EngineLane<A> {
             at_a: Default::default(),
             at_b: Default::default(),
             result_valid: Default::default(),
-            result_last: Default::default(),
             result_last_taken: Default::default(),
             result_alloc: Default::default(),
             result_credit: Default::default(),
@@ -519,7 +516,6 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.queue.ready.next = self.out_ready.val();
         self.banks.result_row.next = self.queue.row.val();
         self.result_valid.next = self.queue.valid.val();
-        self.result_last.next = self.queue.last.val();
         self.result_last_taken.next = self.queue.last_taken.val();
         self.result_alloc.next = self.queue.alloc.val();
         self.result_credit.next = self.queue.credit.val();
@@ -937,16 +933,15 @@ mod tests {
                 let ready = rng.gen_bool(0.7);
                 l.out_ready.next = ready;
                 assert!(simulate(&mut l, 1_000));
+                // Flagged only in the cycle after the last row is taken (the loop ends then).
+                assert!(!l.result_last_taken.val(), "quantum {quantum}: the last row flagged after {} rows", out.len());
                 if ready && l.result_valid.val() {
-                    let row = (l.result_alloc.val().to_u64(), l.result_credit.val().to_u64(), l.result_last.val());
-                    out.push(row);
+                    out.push((l.result_alloc.val().to_u64(), l.result_credit.val().to_u64()));
                 }
                 tick(&mut l);
             }
             assert!(l.result_last_taken.val(), "quantum {quantum}: the last row's taking not flagged");
             l.out_ready.next = false;
-            let lasts: Vec<bool> = out.iter().map(|r| r.2).collect();
-            assert_eq!(lasts, (0..ROWS).map(|r| r == ROWS - 1).collect::<Vec<_>>(), "quantum {quantum}: last flags");
             let mut got: Vec<u64> = out.iter().map(|r| r.0).collect();
             for ((row, r), u) in out.iter().enumerate().zip(&users) {
                 if u.exists {

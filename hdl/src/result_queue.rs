@@ -13,8 +13,7 @@
 //! decision to read is logic on flip-flops only (the next row against `written`, the
 //! rows held against DEPTH); `ready` takes the head (the read pointer, the counts),
 //! reaches the decision only through the flip-flop `held` and no bank address at all
-//! (`valid`, `alloc`, `credit` and `last` are flip-flops through a five-way
-//! multiplexer). A result held while `ready` is low does not change.
+//! (`valid`, `alloc` and `credit` are flip-flops through a five-way multiplexer). A result held while `ready` is low does not change.
 //!
 //! Every lane runs its own copy (they are all in step), so that nothing the reads
 //! depend on crosses the die. The engine's sequencer learns that the last row was taken
@@ -54,8 +53,6 @@ pub struct ResultQueue<const A: usize> {
     pub row: Signal<Out, Bits<A>>,
     /// A row is at the head.
     pub valid: Signal<Out, Bit>,
-    /// The head is the quantum's last row (with `valid`).
-    pub last: Signal<Out, Bit>,
     /// The head's allocation.
     pub alloc: Signal<Out, Bits<32>>,
     /// The head's balance.
@@ -115,7 +112,6 @@ impl<const A: usize> Default for ResultQueue<A> {
             ready: Default::default(),
             row: Default::default(),
             valid: Default::default(),
-            last: Default::default(),
             alloc: Default::default(),
             credit: Default::default(),
             last_taken: Default::default(),
@@ -279,7 +275,6 @@ impl<const A: usize> Logic for ResultQueue<A> {
                 self.head_last.next = self.last_q[k].q.val();
             }
         }
-        self.last.next = self.nonempty.q.val() & self.head_last.val();
         self.taken_last.d.next = self.take.val() & self.head_last.val();
         self.last_taken.next = self.taken_last.q.val();
     }
@@ -303,9 +298,8 @@ mod tests {
     /// The queue against a bank written a row at a time as FINAL writes it (with random
     /// gaps), the stream taking at random: every quantum's rows come out once, in order,
     /// with the words written (a read of a row not yet written returns a poisoned word,
-    /// so reading ahead of FINAL fails), `last` on the last row only, a head held still
-    /// (and valid) while `ready` is low, `last_taken` in the cycle after the last row is
-    /// taken and never else, a restart with `on` high or low as the engine gives it;
+    /// so reading ahead of FINAL fails), a head held still (and valid) while `ready` is
+    /// low, `last_taken` in the cycle after the last row is taken and never else, a restart with `on` high or low as the engine gives it;
     /// with FINAL writing a row per cycle and the stream always ready, a row leaves in
     /// every cycle after the first.
     #[test]
@@ -331,7 +325,7 @@ mod tests {
             q.last_row.next = ((rows - 1) as u64).into();
             q.on.next = true;
             let (mut written, mut got) = (0usize, Vec::new());
-            let mut held: Option<(u64, u64, bool)> = None;
+            let mut held: Option<(u64, u64)> = None;
             let mut out_cycles = Vec::new();
             // The bank: what the queue reads in one cycle it sees in the next.
             let mut bank_out = (0u64, 0u64);
@@ -348,7 +342,7 @@ mod tests {
                 assert!(!q.last_taken.val(), "quantum {quantum}, cycle {cycle}: last_taken before the last row");
                 assert!(q.valid.val() || held.is_none(), "quantum {quantum}, cycle {cycle}: a head not taken vanished");
                 if q.valid.val() {
-                    let head = (q.alloc.val().to_u64(), q.credit.val().to_u64(), q.last.val());
+                    let head = (q.alloc.val().to_u64(), q.credit.val().to_u64());
                     if let Some(h) = held.take() {
                         assert_eq!(h, head, "quantum {quantum}, cycle {cycle}: the head changed while not taken");
                     }
@@ -358,8 +352,6 @@ mod tests {
                     } else {
                         held = Some(head);
                     }
-                } else {
-                    assert!(!q.last.val(), "quantum {quantum}: last without a row");
                 }
                 let read = q.row.val().to_u64() as usize;
                 bank_out = match words.get(read) {
@@ -372,9 +364,7 @@ mod tests {
                 }
                 tick(&mut q);
             }
-            let want: Vec<(u64, u64, bool)> =
-                words.iter().enumerate().map(|(r, &(a, c))| (a, c, r == rows - 1)).collect();
-            assert_eq!(got, want, "quantum {quantum}: {rows} rows");
+            assert_eq!(got, words, "quantum {quantum}: {rows} rows");
             if steady {
                 // Row 0 is written at the end of cycle 0 and can be taken LATENCY cycles
                 // later; then one a cycle.
