@@ -198,8 +198,10 @@ ecp5_shape() {
   # matters (the Verilator co-simulation checks this: hdl/tests/verilator.rs makes
   # such a read return garbage), so the banks are `no_rw_check`: Yosys maps each to a
   # DP16KD alone, without the registered bypass that would return the old word (48
-  # LUT4 and 73 flip-flops per bank, and a LUT on every read path).
-  local script="read_verilog $src; hierarchy -top top; proc; setattr -set no_rw_check 1 m:*"
+  # LUT4 and 73 flip-flops per bank, and a LUT on every read path). The 32-bit banks
+  # come as DP16KD primitives with their output registers on (FAIRSHARE_ECP5_EBR,
+  # hdl/src/bank.rs); only the kind banks are inferred.
+  local script="read_verilog -DFAIRSHARE_ECP5_EBR $src; hierarchy -top top; proc; setattr -set no_rw_check 1 m:*"
   script="$script; setattr -set keep 1$copies"
   script="$script; setattr -mod -set keep_hierarchy 1 $blocks"
   script="$script; synth_ecp5 -abc9 -top top"

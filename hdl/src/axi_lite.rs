@@ -1,6 +1,9 @@
 //! The AXI4-Lite slave's channels, without the register map: the write address and
 //! data channels accepted independently and held until both are there, then one
-//! response that waits for `bready`; the read address taken when no data is pending,
+//! response, from the second cycle after the write takes effect, that waits for
+//! `bready` (so writes take effect at least three cycles apart: a row written to
+//! `CREDIT_ROW` has come out of the credit banks, two cycles, before a command can take
+//! its words); the read address taken when no data is pending,
 //! the data a cycle later, held until `rready`. The register file beside them
 //! ([`crate::axi_top`]) decodes the address, says whether the access is refused
 //! (`SLVERR`) and gives or takes the data. The write response's code is the register
@@ -47,6 +50,7 @@ pub struct AxiLiteWrite {
     w_hold: DFF<Bit>,
     w_data: DFF<Bits<32>>,
     w_strb: DFF<Bits<4>>,
+    b_pending: DFF<Bit>,
     b_valid: DFF<Bit>,
     m0: Signal<Local, Bits<32>>,
     m1: Signal<Local, Bits<32>>,
@@ -57,7 +61,7 @@ pub struct AxiLiteWrite {
 impl Logic for AxiLiteWrite {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, aw_hold, aw_addr, w_hold, w_data, w_strb, b_valid);
+        dff_setup!(self, clock, aw_hold, aw_addr, w_hold, w_data, w_strb, b_pending, b_valid);
         self.awready.next = !self.aw_hold.q.val();
         self.wready.next = !self.w_hold.q.val();
         self.bvalid.next = self.b_valid.q.val();
@@ -72,6 +76,10 @@ impl Logic for AxiLiteWrite {
         }
         if self.b_valid.q.val() && self.bready.val() {
             self.b_valid.d.next = false;
+        }
+        if self.b_pending.q.val() {
+            self.b_pending.d.next = false;
+            self.b_valid.d.next = true;
         }
         self.m0.next = 0.into();
         self.m1.next = 0.into();
@@ -92,11 +100,12 @@ impl Logic for AxiLiteWrite {
         self.mask.next = self.m0.val() | self.m1.val() | self.m2.val() | self.m3.val();
         self.addr.next = self.aw_addr.q.val();
         self.data.next = self.w_data.q.val();
-        self.fire.next = self.aw_hold.q.val() && self.w_hold.q.val() && !self.b_valid.q.val();
+        self.fire.next =
+            self.aw_hold.q.val() && self.w_hold.q.val() && !self.b_pending.q.val() && !self.b_valid.q.val();
         if self.fire.val() {
             self.aw_hold.d.next = false;
             self.w_hold.d.next = false;
-            self.b_valid.d.next = true;
+            self.b_pending.d.next = true;
         }
     }
 }

@@ -114,6 +114,12 @@ pub struct AxiTop<const P: usize, const A: usize> {
     quanta: DFF<Bits<32>>,
     framing: DFF<Bit>,
     rejected: DFF<Bit>,
+    /// The engine was busy one and two cycles ago: the credit banks give the port's
+    /// row two cycles after the engine lets go of them.
+    busy_1: DFF<Bit>,
+    busy_2: DFF<Bit>,
+    /// The credit port's words are the port's row: not busy for two cycles.
+    port_settled: Signal<Local, Bit>,
     addr_regs: [DFF<Bits<32>>; 6],
     credit_row: DFF<Bits<32>>,
     credit_cmd: DFF<Bits<32>>,
@@ -230,6 +236,9 @@ impl<const P: usize, const A: usize> AxiTop<P, A> {
             quanta: Default::default(),
             framing: Default::default(),
             rejected: Default::default(),
+            busy_1: Default::default(),
+            busy_2: Default::default(),
+            port_settled: Default::default(),
             addr_regs: Default::default(),
             credit_row: Default::default(),
             credit_cmd: Default::default(),
@@ -300,6 +309,8 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
             quanta,
             framing,
             rejected,
+            busy_1,
+            busy_2,
             credit_row,
             credit_cmd,
             credit_ack,
@@ -376,6 +387,9 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
             .replace_bit(3, self.rejected.q.val());
         self.lane_sel.next = (self.write.addr.val() - self.a_credit_data.val()) >> 2;
         self.row_ok.next = self.credit_row.q.val() < self.rows.val();
+        self.busy_1.d.next = self.engine.busy.val();
+        self.busy_2.d.next = self.busy_1.q.val();
+        self.port_settled.next = !self.engine.busy.val() && !self.busy_1.q.val() && !self.busy_2.q.val();
 
         // Write channels: address and data accepted independently, then one response.
         self.write.clock.next = self.clock.val();
@@ -423,7 +437,7 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
                 self.credit_row.d.next = (self.credit_row.q.val() & !self.write.mask.val())
                     | (self.write.data.val() & self.write.mask.val());
             } else if self.write.addr.val() == self.a_credit_cmd.val() {
-                if self.engine.busy.val() || !self.row_ok.val() {
+                if !self.port_settled.val() || !self.row_ok.val() {
                     self.wr_refuse.next = true;
                 } else {
                     self.credit_cmd.d.next = self.cmd_merged.val();

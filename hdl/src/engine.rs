@@ -122,9 +122,10 @@ pub struct Engine<const P: usize, const A: usize> {
     pub credit_write: Signal<In, Bit>,
     /// Credit port: balances to write.
     pub credit_wdata: [Signal<In, Bits<32>>; P],
-    /// Credit port: balances of the row (one cycle after `credit_row`; in the cycle
-    /// after a write to that row, undefined on an FPGA, where the banks have no
-    /// read-first logic: read it a cycle later).
+    /// Credit port: balances of the row (two cycles after `credit_row`, the credit
+    /// bank's registered read and its output register; two cycles after a write to
+    /// that row, undefined on an FPGA, where the banks have no read-first logic: read
+    /// it a cycle later).
     pub credit_rdata: [Signal<Out, Bits<32>>; P],
     /// A quantum is in progress: from the cycle after `start` to the cycle after its
     /// last result is taken (two cycles for a quantum refused for its settings).

@@ -182,7 +182,8 @@ pub struct EngineLane<const A: usize> {
     pub result_alloc: Signal<Out, Bits<32>>,
     /// The head's balance.
     pub result_credit: Signal<Out, Bits<32>>,
-    /// The credit bank at `credit_row` while the engine is not busy (the credit port).
+    /// The credit bank at `credit_row` of two cycles before, while the engine is not busy
+    /// (the credit port).
     pub credit: Signal<Out, Bits<32>>,
     banks: LaneBanks<A>,
     queue: ResultQueue<A>,
@@ -204,11 +205,8 @@ pub struct EngineLane<const A: usize> {
     pb: [DFF<Bits<32>>; PROBES],
     demand: DFF<Bits<32>>,
     ok1: DFF<Bit>,
-    // Stage 2: the banks and the beat, registered.
-    cr2: DFF<Bits<32>>,
-    st2: DFF<Bits<32>>,
-    rn2: DFF<Bits<32>>,
-    bs2: DFF<Bits<32>>,
+    // Stage 2: the kind and the beat, registered (the 32-bit banks' words come out of
+    // their blocks' own output registers in this stage: `banks.credit` and the others).
     kd2: DFF<Bits<3>>,
     /// The user is a borrower (its kind, decoded from the bank): which probes its
     /// counts take. One copy per count unit, beside it (hdl/synth.sh keeps the copies).
@@ -380,10 +378,6 @@ impl<const A: usize> EngineLane<A> {
             pb: array_init::array_init(|_| Default::default()),
             demand: Default::default(),
             ok1: Default::default(),
-            cr2: Default::default(),
-            st2: Default::default(),
-            rn2: Default::default(),
-            bs2: Default::default(),
             kd2: Default::default(),
             dm2: Default::default(),
             ok2: Default::default(),
@@ -445,8 +439,8 @@ impl<const A: usize> Logic for EngineLane<A> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, row_ctr, wr_ctr, valid, last_l, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand,
-            ok1, cr2, st2, rn2, bs2, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4,
-            bs4, kd4, borrower4, donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err
+            ok1, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4, borrower4,
+            donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err
         );
         self.banks.clock.next = self.clock.val();
         for j in 0..PROBES {
@@ -520,11 +514,8 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.result_alloc.next = self.queue.alloc.val();
         self.result_credit.next = self.queue.credit.val();
 
-        // Stage 1: the banks' outputs and the beat, registered.
-        self.cr2.d.next = self.banks.credit.val();
-        self.st2.d.next = self.banks.start.val();
-        self.rn2.d.next = self.banks.run.val();
-        self.bs2.d.next = self.banks.base.val();
+        // Stage 1: the kind and the beat, registered (the 32-bit banks register their
+        // own words).
         self.kd2.d.next = self.banks.kind.val();
         for j in 0..PROBES {
             self.borrower2[j].d.next = self.banks.kind.val().get_bits::<2>(0) == 1;
@@ -534,23 +525,23 @@ impl<const A: usize> Logic for EngineLane<A> {
 
         // Stage 2. LOAD: the balance after the free credits, and the demand against
         // the shares. SEARCH and FINAL: the user's probes (its search's) minus its start.
-        self.c1_3.d.next = self.cr2.q.val() + self.free_l.q.val();
-        self.cr3.d.next = self.cr2.q.val();
+        self.c1_3.d.next = self.banks.credit.val() + self.free_l.q.val();
+        self.cr3.d.next = self.banks.credit.val();
         self.dmg3.d.next = self.dm2.q.val() - self.g_l.q.val();
         self.gmd3.d.next = self.g_l.q.val() - self.dm2.q.val();
         self.dm3.d.next = self.dm2.q.val();
-        self.bs3.d.next = self.bs2.q.val();
+        self.bs3.d.next = self.banks.base.val();
         self.kd3.d.next = self.kd2.q.val();
         self.fl3.d.next = bits::<6>(0)
             .replace_bit(0, self.dm2.q.val() < self.g_l.q.val())
             .replace_bit(1, self.dm2.q.val() > self.g_l.q.val())
             .replace_bit(2, self.dm2.q.val() < self.fair_l.q.val())
-            .replace_bit(3, self.cr2.q.val().get_bit(31))
+            .replace_bit(3, self.banks.credit.val().get_bit(31))
             .replace_bit(4, self.dm2.q.val().get_bit(31))
             .replace_bit(5, self.ok2.q.val());
         for j in 0..PROBES {
-            self.count[j].start.next = self.st2.q.val();
-            self.count[j].run.next = self.rn2.q.val();
+            self.count[j].start.next = self.banks.start.val();
+            self.count[j].run.next = self.banks.run.val();
             self.count[j].probe.next = self.pb[j].q.val();
             if self.borrower2[j].q.val() {
                 self.count[j].probe.next = self.pa[j].q.val();
@@ -953,6 +944,8 @@ mod tests {
             tick(&mut l);
             for (row, r) in got.iter_mut().enumerate() {
                 l.credit_row.next = (row as u64).into();
+                // The credit bank's read, then its output register.
+                tick(&mut l);
                 tick(&mut l);
                 *r = (*r << 32) | l.credit.val().to_u64();
             }

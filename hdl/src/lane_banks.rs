@@ -5,11 +5,14 @@
 //! read at a row of their own, so that the results go out while FINAL still reads the
 //! other banks.
 //!
-//! Each bank is one block RAM with a registered read (data in the cycle after the
-//! address) and no read-first logic: a row read in the cycle the other port writes it
-//! is undefined on an FPGA (hdl/synth.sh maps the banks so), and the lane never reads
-//! such a row where it matters.
+//! The six 32-bit banks are [`Bank`]s: block RAMs whose word comes out two cycles after
+//! its address (a registered read, then the block's own output register). The kind
+//! bank (3 bits, small enough for the FPGA's distributed RAM) is read in one cycle; the
+//! lane registers it. No bank has read-first logic: a row read in the cycle the other
+//! port writes it is undefined on an FPGA (hdl/synth.sh maps the banks so), and the
+//! lane never reads such a row where it matters.
 
+use crate::bank::Bank;
 use rust_hdl::prelude::*;
 
 /// RAM banks per lane: start, run, kind, base allocation, credits and the two result
@@ -23,7 +26,7 @@ pub struct LaneBanks<const A: usize> {
     pub clock: Signal<In, Clock>,
     /// The engine is busy: the lane owns the credit bank (else the credit port does).
     pub busy: Signal<In, Bit>,
-    /// The row read (data in the next cycle).
+    /// The row read (its words two cycles later, its kind one cycle later).
     pub row: Signal<In, Bits<A>>,
     /// The row written.
     pub write_row: Signal<In, Bits<A>>,
@@ -47,7 +50,7 @@ pub struct LaneBanks<const A: usize> {
     pub result_alloc_in: Signal<In, Bits<32>>,
     /// FINAL's balance of the row written.
     pub result_credit_in: Signal<In, Bits<32>>,
-    /// The row of the result banks read (data in the next cycle).
+    /// The row of the result banks read (its words two cycles later).
     pub result_row: Signal<In, Bits<A>>,
     /// The balance.
     pub credit_in: Signal<In, Bits<32>>,
@@ -57,46 +60,40 @@ pub struct LaneBanks<const A: usize> {
     pub port_write: Signal<In, Bit>,
     /// Credit port: the balance written.
     pub port_credit: Signal<In, Bits<32>>,
-    /// The banks at the row read.
+    /// The banks at the row read two cycles before.
     pub start: Signal<Out, Bits<32>>,
     /// See `start`.
     pub run: Signal<Out, Bits<32>>,
-    /// See `start`.
+    /// The kind bank at the row read in the cycle before.
     pub kind: Signal<Out, Bits<3>>,
     /// See `start`.
     pub base: Signal<Out, Bits<32>>,
-    /// See `start` (at `port_row` while not busy).
+    /// See `start` (at `port_row` while not busy, two cycles before).
     pub credit: Signal<Out, Bits<32>>,
-    /// The result banks at `result_row`.
+    /// The result banks at `result_row` of two cycles before.
     pub result_alloc: Signal<Out, Bits<32>>,
     /// See `result_alloc`.
     pub result_credit: Signal<Out, Bits<32>>,
-    credit_ram: RAM<Bits<32>, A>,
-    start_ram: RAM<Bits<32>, A>,
-    run_ram: RAM<Bits<32>, A>,
-    base_ram: RAM<Bits<32>, A>,
+    credit_ram: Bank<A>,
+    start_ram: Bank<A>,
+    run_ram: Bank<A>,
+    base_ram: Bank<A>,
     kind_ram: RAM<Bits<3>, A>,
-    result_alloc_ram: RAM<Bits<32>, A>,
-    result_credit_ram: RAM<Bits<32>, A>,
+    result_alloc_ram: Bank<A>,
+    result_credit_ram: Bank<A>,
 }
 
 impl<const A: usize> Logic for LaneBanks<A> {
     #[hdl_gen]
     fn update(&mut self) {
-        self.credit_ram.read_clock.next = self.clock.val();
-        self.credit_ram.write_clock.next = self.clock.val();
-        self.start_ram.read_clock.next = self.clock.val();
-        self.start_ram.write_clock.next = self.clock.val();
-        self.run_ram.read_clock.next = self.clock.val();
-        self.run_ram.write_clock.next = self.clock.val();
-        self.base_ram.read_clock.next = self.clock.val();
-        self.base_ram.write_clock.next = self.clock.val();
+        self.credit_ram.clock.next = self.clock.val();
+        self.start_ram.clock.next = self.clock.val();
+        self.run_ram.clock.next = self.clock.val();
+        self.base_ram.clock.next = self.clock.val();
         self.kind_ram.read_clock.next = self.clock.val();
         self.kind_ram.write_clock.next = self.clock.val();
-        self.result_alloc_ram.read_clock.next = self.clock.val();
-        self.result_alloc_ram.write_clock.next = self.clock.val();
-        self.result_credit_ram.read_clock.next = self.clock.val();
-        self.result_credit_ram.write_clock.next = self.clock.val();
+        self.result_alloc_ram.clock.next = self.clock.val();
+        self.result_credit_ram.clock.next = self.clock.val();
         self.credit_ram.read_address.next = self.row.val();
         if !self.busy.val() {
             self.credit_ram.read_address.next = self.port_row.val();
@@ -151,8 +148,9 @@ mod tests {
 
     /// The banks against seven arrays: random reads and writes at random rows (the
     /// result banks read at a row of their own), busy or not (the credit bank then
-    /// follows the port), every read one cycle later; a row read in the cycle it is
-    /// written is not compared (undefined on an FPGA).
+    /// follows the port); the kind one cycle after its row, every other word two cycles
+    /// after; a row read in the cycle it is written is not compared (undefined on an
+    /// FPGA).
     #[test]
     fn reads_what_was_written_and_gives_the_credit_bank_to_the_port_while_idle() {
         const A: usize = 3;
@@ -161,9 +159,12 @@ mod tests {
         b.connect_all();
         // start, run, kind, base, credit, result allocation, result balance
         let mut mem = [[0u64; 1 << A]; 7];
-        let mut pending: Option<(usize, usize, bool)> = None;
-        let mut pending_result: Option<usize> = None;
-        let (mut compared, mut port, mut results) = (0, 0, 0);
+        // Words expected from the reads of the last cycles ([0]: the last, [1]: the one
+        // before), each None where the read is not compared: the kind, then start, run,
+        // base, credit, then the two result words.
+        type Reads = (Option<u64>, Option<[u64; 4]>, Option<[u64; 2]>);
+        let mut in_flight: [Reads; 2] = [(None, None, None), (None, None, None)];
+        let (mut compared, mut kinds, mut port, mut results) = (0, 0, 0, 0);
         for cycle in 0..5_000 {
             let busy = rng.gen_bool(0.5);
             let (row, write_row, port_row, result_row) = (
@@ -203,22 +204,19 @@ mod tests {
             b.base_in.next = words[3].into();
             b.credit_in.next = words[4].into();
             assert!(simulate(&mut b, 100));
-            // The reads of the previous cycle.
-            if let Some((row, credit_row, busy_then)) = pending {
-                let got = [
-                    b.start.val().to_u64(),
-                    b.run.val().to_u64(),
-                    b.kind.val().to_u64(),
-                    b.base.val().to_u64(),
-                    b.credit.val().to_u64(),
-                ];
-                let want = [mem[0][row], mem[1][row], mem[2][row], mem[3][row], mem[4][credit_row]];
-                assert_eq!(got, want, "cycle {cycle}: rows {row} / {credit_row} (busy {busy_then})");
+            if let Some(kind) = in_flight[0].0 {
+                assert_eq!(b.kind.val().to_u64(), kind, "cycle {cycle}: kind");
+                kinds += 1;
+            }
+            if let Some(want) = in_flight[1].1 {
+                let got =
+                    [b.start.val().to_u64(), b.run.val().to_u64(), b.base.val().to_u64(), b.credit.val().to_u64()];
+                assert_eq!(got, want, "cycle {cycle}: start, run, base, credit");
                 compared += 1;
             }
-            if let Some(row) = pending_result {
+            if let Some(want) = in_flight[1].2 {
                 let got = [b.result_alloc.val().to_u64(), b.result_credit.val().to_u64()];
-                assert_eq!(got, [mem[5][row], mem[6][row]], "cycle {cycle}: result row {row}");
+                assert_eq!(got, want, "cycle {cycle}: results");
                 results += 1;
             }
             let credit_row = if busy { row } else { port_row };
@@ -229,8 +227,12 @@ mod tests {
             let (credit_write_row, credit_written) = if busy { (write_row, credit) } else { (port_row, port_write) };
             // A row written in the cycle it was read is not compared.
             let clash = (run || base) && write_row == row || credit_written && credit_write_row == credit_row;
-            pending = (!clash).then_some((row, credit_row, busy));
-            pending_result = (!(result && write_row == result_row)).then_some(result_row);
+            in_flight[1] = in_flight[0];
+            in_flight[0] = (
+                (!(run && write_row == row)).then_some(mem[2][row]),
+                (!clash).then_some([mem[0][row], mem[1][row], mem[3][row], mem[4][credit_row]]),
+                (!(result && write_row == result_row)).then_some([mem[5][result_row], mem[6][result_row]]),
+            );
             if result {
                 mem[5][write_row] = words[5];
                 mem[6][write_row] = words[6];
@@ -249,8 +251,8 @@ mod tests {
             }
         }
         assert!(
-            compared > 2_000 && port > 500 && results > 4_000,
-            "{compared} reads compared, {port} port writes, {results} result reads"
+            compared > 2_000 && kinds > 4_000 && port > 500 && results > 4_000,
+            "{compared} reads compared, {kinds} kinds, {port} port writes, {results} result reads"
         );
     }
 }

@@ -25,6 +25,7 @@
 
 pub mod axi_lite;
 pub mod axi_top;
+pub mod bank;
 pub mod build;
 pub mod bus_testbench;
 pub mod catalog;

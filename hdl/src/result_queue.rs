@@ -5,9 +5,9 @@
 //! The queue decides to read row `r` once FINAL has written it (`r` below `written`,
 //! the lane's write counter) and holds at most [`DEPTH`] rows, counting those decided
 //! and not yet taken. A row decided in cycle `t` is read in `t + 1` (the banks' read
-//! address moves on a registered enable), leaves the bank in `t + 2`, is registered
-//! beside the queue in `t + 3` and written into its entry (on a registered one-hot
-//! enable) at the end of it, and can be taken from `t + 4`: four rows are on their way
+//! address moves on a registered enable), is latched by the bank at the end of it, comes
+//! out of the bank's output register in `t + 3` and is written into its entry (on a
+//! registered one-hot enable) at the end of it, and can be taken from `t + 4`: four rows are on their way
 //! when the stream takes one per cycle, so five entries never make the reads wait.
 //! The banks' read address and the entries move on enables that are flip-flops; the
 //! decision to read is logic on flip-flops only (the next row against `written`, the
@@ -26,8 +26,8 @@ use rust_hdl::prelude::*;
 pub const DEPTH: usize = 5;
 
 /// Cycles from FINAL's write of a row (the end of the cycle that writes it) to the
-/// first cycle the row can be taken, when the queue is not full: decided, read, out
-/// of the bank, registered, in its entry.
+/// first cycle the row can be taken, when the queue is not full: decided, read,
+/// latched by the bank, out of its output register, in its entry.
 pub const LATENCY: usize = 5;
 
 /// One lane's queue of result rows; `A` address bits of the result banks.
@@ -43,9 +43,9 @@ pub struct ResultQueue<const A: usize> {
     pub written: Signal<In, Bits<A>>,
     /// The quantum's last row (held for the quantum).
     pub last_row: Signal<In, Bits<A>>,
-    /// The result banks' allocation at `row`, a cycle after it.
+    /// The result banks' allocation at `row`, two cycles after it.
     pub alloc_in: Signal<In, Bits<32>>,
-    /// The result banks' balance at `row`, a cycle after it.
+    /// The result banks' balance at `row`, two cycles after it.
     pub credit_in: Signal<In, Bits<32>>,
     /// The result stream takes the head (when `valid`).
     pub ready: Signal<In, Bit>,
@@ -72,11 +72,9 @@ pub struct ResultQueue<const A: usize> {
     leaving: DFF<Bit>,
     leaving_slot: DFF<Bits<3>>,
     leaving_last: DFF<Bit>,
-    /// The row out of the banks, registered beside the entries, with its entry's enable.
+    /// The row out of the banks' output registers, with its entry's enable.
     arriving: DFF<Bit>,
     arriving_last: DFF<Bit>,
-    alloc_r: DFF<Bits<32>>,
-    credit_r: DFF<Bits<32>>,
     enable: [DFF<Bit>; DEPTH],
     /// Rows decided on and not yet taken.
     held: DFF<Bits<3>>,
@@ -126,8 +124,6 @@ impl<const A: usize> Default for ResultQueue<A> {
             leaving_last: Default::default(),
             arriving: Default::default(),
             arriving_last: Default::default(),
-            alloc_r: Default::default(),
-            credit_r: Default::default(),
             enable: array_init::array_init(|_| Default::default()),
             held: Default::default(),
             fill_at: Default::default(),
@@ -166,8 +162,6 @@ impl<const A: usize> Logic for ResultQueue<A> {
             leaving_last,
             arriving,
             arriving_last,
-            alloc_r,
-            credit_r,
             held,
             fill_at,
             count,
@@ -215,19 +209,17 @@ impl<const A: usize> Logic for ResultQueue<A> {
         if self.reading.q.val() {
             self.next_row.d.next = self.next_row.q.val() + 1;
         }
-        // Out of the bank, then registered beside the entries with its entry's enable.
+        // Latched by the bank, then out of its output register with its entry's enable.
         self.leaving.d.next = self.reading.q.val();
         self.leaving_slot.d.next = self.reading_slot.q.val();
         self.leaving_last.d.next = self.reading_last.q.val();
-        self.alloc_r.d.next = self.alloc_in.val();
-        self.credit_r.d.next = self.credit_in.val();
         self.arriving.d.next = self.leaving.q.val();
         self.arriving_last.d.next = self.leaving_last.q.val();
         for k in 0..DEPTH {
             self.enable[k].d.next = self.leaving.q.val() & (self.leaving_slot.q.val() == self.slot[k].val());
             if self.enable[k].q.val() {
-                self.alloc_q[k].d.next = self.alloc_r.q.val();
-                self.credit_q[k].d.next = self.credit_r.q.val();
+                self.alloc_q[k].d.next = self.alloc_in.val();
+                self.credit_q[k].d.next = self.credit_in.val();
                 self.last_q[k].d.next = self.arriving_last.q.val();
             }
         }
@@ -327,8 +319,8 @@ mod tests {
             let (mut written, mut got) = (0usize, Vec::new());
             let mut held: Option<(u64, u64)> = None;
             let mut out_cycles = Vec::new();
-            // The bank: what the queue reads in one cycle it sees in the next.
-            let mut bank_out = (0u64, 0u64);
+            // The bank: what the queue reads in one cycle it sees two cycles later.
+            let mut bank_out = [(0u64, 0u64); 2];
             for cycle in 0..10_000 {
                 if got.len() == rows {
                     break;
@@ -336,8 +328,8 @@ mod tests {
                 let ready = steady || rng.gen_bool(0.6);
                 q.ready.next = ready;
                 q.written.next = ((written % (1 << A)) as u64).into();
-                q.alloc_in.next = bank_out.0.into();
-                q.credit_in.next = bank_out.1.into();
+                q.alloc_in.next = bank_out[1].0.into();
+                q.credit_in.next = bank_out[1].1.into();
                 assert!(simulate(&mut q, 1_000));
                 assert!(!q.last_taken.val(), "quantum {quantum}, cycle {cycle}: last_taken before the last row");
                 assert!(q.valid.val() || held.is_none(), "quantum {quantum}, cycle {cycle}: a head not taken vanished");
@@ -354,7 +346,8 @@ mod tests {
                     }
                 }
                 let read = q.row.val().to_u64() as usize;
-                bank_out = match words.get(read) {
+                bank_out[1] = bank_out[0];
+                bank_out[0] = match words.get(read) {
                     Some(&w) if read < written => w,
                     _ => (0xdead_beef, 0xdead_beef),
                 };

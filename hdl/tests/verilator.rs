@@ -29,16 +29,41 @@ fn verilator() -> &'static str {
     "verilator"
 }
 
+/// The form of the banks the Verilog is built with (hdl/src/bank.rs).
+#[derive(Clone, Copy, Debug)]
+enum Banks {
+    /// Memories Verilator infers, with the registers after them.
+    Inferred,
+    /// The DP16KD primitive ECP5 synthesis maps (`FAIRSHARE_ECP5_EBR`), under the model
+    /// `hdl/verilator/dp16kd.v`.
+    Dp16kd,
+}
+
 /// Writes `verilog` (module `top`) and its `shell` (module `shell_module`) into `dir`,
-/// lints them with [`LINT_FLAGS`] and builds them with the C++ testbench
-/// `hdl/verilator/<harness>` and `-D` flags `defines`; returns the executable.
-fn build(dir: &Path, verilog: String, shell: String, shell_module: &str, harness: &str, defines: &str) -> PathBuf {
+/// lints them with [`LINT_FLAGS`] and builds them, the banks in the form `banks`, with
+/// the C++ testbench `hdl/verilator/<harness>` and `-D` flags `defines`; returns the
+/// executable.
+fn build(
+    dir: &Path,
+    verilog: String,
+    shell: String,
+    shell_module: &str,
+    harness: &str,
+    defines: &str,
+    banks: Banks,
+) -> PathBuf {
     std::fs::write(dir.join("top.v"), verilog).unwrap();
     std::fs::write(dir.join("shell.v"), shell).unwrap();
+    let mut sources = vec!["shell.v".to_string(), "top.v".to_string()];
+    if let Banks::Dp16kd = banks {
+        let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("verilator").join("dp16kd.v");
+        sources.insert(0, "+define+FAIRSHARE_ECP5_EBR".to_string());
+        sources.push(model.display().to_string());
+    }
     let lint = Command::new(verilator())
         .args(["--lint-only", "--top-module", shell_module])
         .args(LINT_FLAGS)
-        .args(["shell.v", "top.v"])
+        .args(&sources)
         .current_dir(dir)
         .output()
         .unwrap();
@@ -46,7 +71,8 @@ fn build(dir: &Path, verilog: String, shell: String, shell_module: &str, harness
     let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("verilator").join(harness);
     let out = Command::new(verilator())
         .args(["--cc", "--exe", "--build", "-j", "2", "-O2", "-Wno-WIDTH", "--top-module", shell_module])
-        .args(["-CFLAGS", defines, "-Mdir", "obj", "shell.v", "top.v"])
+        .args(["-CFLAGS", defines, "-Mdir", "obj"])
+        .args(&sources)
         .arg(harness)
         .current_dir(dir)
         .output()
@@ -59,15 +85,22 @@ fn build(dir: &Path, verilog: String, shell: String, shell_module: &str, harness
 /// same cycle: such a read returns the complement of the stored word. ECP5 synthesis
 /// marks the RAMs `no_rw_check` (hdl/synth.sh), so that Yosys maps them to block RAM
 /// without the logic that would make such a read return the old word; this model makes
-/// any result that depended on one differ from the software. Checks that `rams` read
-/// ports were found.
+/// any result that depended on one differ from the software (the DP16KD model does the
+/// same in the primitive's form). Checks that `rams` read ports were found: a RAM's
+/// (`read_data`) and the inferred form of a bank's (`latched`).
 fn undefined_collisions(verilog: String, rams: usize) -> String {
-    let read = "read_data <= mem[read_address];";
-    assert_eq!(verilog.matches(read).count(), rams, "RAM read ports in the Verilog");
-    verilog.replace(
-        read,
-        "read_data <= (write_enable && write_address == read_address) ? ~mem[read_address] : mem[read_address];",
-    )
+    let mut verilog = verilog;
+    let mut found = 0;
+    for register in ["read_data", "latched"] {
+        let read = format!("{register} <= mem[read_address];");
+        found += verilog.matches(&read).count();
+        verilog = verilog.replace(
+            &read,
+            &format!("{register} <= (write_enable && write_address == read_address) ? ~mem[read_address] : mem[read_address];"),
+        );
+    }
+    assert_eq!(found, rams, "RAM read ports in the Verilog");
+    verilog
 }
 
 /// Runs the testbench `exe` on `script` and returns its answers, one per command that
@@ -85,14 +118,15 @@ fn run(dir: &Path, exe: &Path, script: &str, expected: usize) -> Vec<String> {
 }
 
 /// Random sequences on the Verilator model of an engine with `P` lanes and `2^A` rows,
-/// every other one with random stalls (the RustHDL testbench's xorshift sequence);
-/// returns how many unstalled quanta ran a threshold search.
-fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize) -> usize {
+/// its banks in the form `banks`, every other sequence with random stalls (the RustHDL
+/// testbench's xorshift sequence); returns how many unstalled quanta ran a threshold
+/// search.
+fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize, banks: Banks) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let (verilog, shell) = (engine_verilog::<P, A>().unwrap(), engine_shell::<P, A>());
     // BANKS per lane (credits, starts, runs, base allocations, kinds, the two result banks).
     let verilog = undefined_collisions(verilog, BANKS * P);
-    let exe = build(dir.path(), verilog, shell, "engine_shell", "harness.cpp", &format!("-DLANES={P}"));
+    let exe = build(dir.path(), verilog, shell, "engine_shell", "harness.cpp", &format!("-DLANES={P}"), banks);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut script, mut expected, mut timed) = (String::new(), Vec::new(), Vec::new());
     for s in 0..sequences {
@@ -136,18 +170,23 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
         } else {
             got.to_string()
         };
-        assert_eq!(&got_cmp, want, "line {i} of the Verilator run (P = {P}, A = {A})");
+        assert_eq!(&got_cmp, want, "line {i} of the Verilator run (P = {P}, A = {A}, {banks:?} banks)");
     }
     searched
 }
 
 #[test]
 fn verilog_matches_software_n64_and_n1024() {
-    // 700 x 10 + 100 x 30 = 10,000 quanta, every one compared.
-    let small_searched = cosimulate::<4, 4>(11, 700, 10); // up to 64 users
-    let large_searched = cosimulate::<16, 6>(12, 100, 30); // up to 1,024 users
-                                                           // Coverage: the search path ran in both shapes.
-    assert!(small_searched >= 200 && large_searched >= 100, "searched: {small_searched}, {large_searched}");
+    // 700 x 10 + 300 x 10 + 100 x 30 = 13,000 quanta, every one compared: the small shape
+    // with both forms of the banks, the large one with the primitive ECP5 maps.
+    let small_searched = cosimulate::<4, 4>(11, 700, 10, Banks::Inferred); // up to 64 users
+    let primitive_searched = cosimulate::<4, 4>(13, 300, 10, Banks::Dp16kd);
+    let large_searched = cosimulate::<16, 6>(12, 100, 30, Banks::Dp16kd); // up to 1,024 users
+                                                                          // Coverage: the search path ran in every run.
+    assert!(
+        small_searched >= 200 && primitive_searched >= 80 && large_searched >= 100,
+        "searched: {small_searched}, {primitive_searched}, {large_searched}"
+    );
 }
 
 /// The device top level (AXI4-Lite and AXI-Stream) under Verilator, driven by
@@ -171,7 +210,7 @@ fn device_verilog_matches_the_register_map_and_software() {
     );
     let (verilog, shell) = (device_verilog::<P, A>().unwrap(), device_shell::<P>());
     let verilog = undefined_collisions(verilog, BANKS * P);
-    let exe = build(d, verilog, shell, "fairshare_device", "device_harness.cpp", &defines);
+    let exe = build(d, verilog, shell, "fairshare_device", "device_harness.cpp", &defines, Banks::Dp16kd);
 
     let (mut script, mut expected) = (String::new(), Vec::<String>::new());
     let w = |script: &mut String, expected: &mut Vec<String>, off: u32, data: u32, resp: u32| {
@@ -265,6 +304,7 @@ fn weighted_count_verilog_matches_the_host_rule() {
         "weighted_shell",
         "weighted_harness.cpp",
         &format!("-DLATENCY={WEIGHTED_LATENCY}"),
+        Banks::Inferred,
     );
     let mut cases: Vec<(u32, u32, u32, u32)> = vec![
         (u32::MAX, 0, 1, u32::MAX),

@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
             printf("credits");
             for (long row = 0; row * LANES < n; row++) {
                 t->credit_row = row;
-                tick();
+                tick();  // the credit bank's read
+                tick();  // its output register
                 for (int lane = 0; lane < LANES && row * LANES + lane < n; lane++) printf(" %u", (unsigned)t->credit_rdata[lane]);
             }
             printf("\n");
