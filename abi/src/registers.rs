@@ -21,7 +21,9 @@
 //! a fresh tag in bits 31:8; to checkpoint, a `CREDIT_CMD` with bit 0 clear. The device
 //! executes the command and copies it into `CREDIT_ACK`; after a read command the
 //! lane words hold the row's balances. Credit commands are refused while a quantum
-//! runs (`SLVERR` on the bus, `CREDIT_ACK` unchanged).
+//! runs (`SLVERR` on the bus, `CREDIT_ACK` unchanged), and in the engine's two cycles
+//! after it, while its credit banks turn back to the port (a host that read
+//! `STATUS.busy` clear first never meets those).
 //!
 //! Writes to read-only or unmapped offsets, and any access while a quantum runs to the
 //! credit words, answer `SLVERR` on AXI4-Lite; writes honour the byte strobes.

@@ -123,10 +123,15 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
     /// One AXI4-Lite write of `data` with byte strobes `strb` to `offset`; returns
     /// `bresp`. Address and data are offered independently after random delays.
     pub fn write_strb(&mut self, offset: u32, data: u32, strb: u8) -> u8 {
+        self.write_strb_counted(offset, data, strb).0
+    }
+
+    /// [`Self::write_strb`], with the cycles it took.
+    fn write_strb_counted(&mut self, offset: u32, data: u32, strb: u8) -> (u8, usize) {
         let (mut aw_done, mut w_done) = (false, false);
         let (mut aw_on, mut w_on) = (false, false);
         let mut held_resp: Option<u64> = None;
-        for _ in 0..10_000 {
+        for cycle in 1..=10_000 {
             aw_on |= !aw_done && self.active();
             w_on |= !w_done && self.active();
             let bready = self.active();
@@ -155,7 +160,7 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
                 self.uut.s_axil_awvalid.next = false;
                 self.uut.s_axil_wvalid.next = false;
                 self.uut.s_axil_bready.next = false;
-                return r;
+                return (r, cycle);
             }
         }
         panic!("write to 0x{offset:03X} never completed");
@@ -302,6 +307,42 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
         self.write(abi::GUARANTEED.offset, guaranteed);
         self.demand.clear();
         self.write(abi::DOORBELL.offset, seq);
+    }
+
+    /// Feeds `demand` to a quantum started with the interrupt enabled (`CONTROL` bit 8)
+    /// and, `at` cycles after the first demand beat is offered (`None`: never), offers
+    /// a credit read command with no stalls (it takes effect the cycle after); returns
+    /// its response and the cycle of the interrupt. For tests of the credit port around
+    /// a quantum's end: run it once without a command to learn the interrupt's cycle.
+    pub fn finish_with_a_credit_read(&mut self, demand: &[u32], at: Option<usize>, tag: u32) -> (Option<u8>, usize) {
+        self.demand = demand.to_vec();
+        self.next_row = 0;
+        self.tlast_row = Some(demand.len().div_ceil(P) - 1);
+        self.results.clear();
+        let irqs = self.irqs;
+        let (mut irq_at, mut resp) = (None, None);
+        let mut cycle = 0;
+        while irq_at.is_none() || resp.is_none() && at.is_some() {
+            if resp.is_none() && at.is_some_and(|at| cycle >= at) {
+                let stalls = std::mem::replace(&mut self.stalls, Stalls(0));
+                let cmd = abi::CREDIT_CMD_TAG.set(0, tag);
+                let (r, used) = self.write_strb_counted(abi::CREDIT_CMD.offset, cmd, 0xF);
+                self.stalls = stalls;
+                resp = Some(r);
+                // The interrupt within the write's cycles: at its last (an upper bound).
+                cycle += used;
+            } else {
+                self.pre();
+                self.edge();
+                cycle += 1;
+            }
+            if self.irqs > irqs && irq_at.is_none() {
+                irq_at = Some(cycle);
+            }
+            assert!(cycle < 1_000_000, "the quantum never ended");
+        }
+        self.demand.clear();
+        (resp, irq_at.unwrap_or(0))
     }
 
     /// Feeds `demand` to a quantum started by [`Self::start_stalled`] and waits for it.

@@ -78,6 +78,47 @@ fn credit_access_is_refused_while_a_quantum_runs() {
     assert_eq!(d.read_credits(5, 9).unwrap(), after);
 }
 
+/// A credit read command that reaches the device in any cycle around a quantum's end
+/// is refused or gives the row's balances after the quantum, never words the credit
+/// banks read while the engine held them (their read takes two cycles).
+#[test]
+fn a_credit_read_at_the_end_of_a_quantum_is_refused_or_right() {
+    let before = [3, 1, 4, 1, 5, 9];
+    let demand = [0, 3, 0, 2, 1, 7];
+    let (_, after) = software(0, 2, 1, &before, &demand);
+    let run = |at: Option<usize>| {
+        let mut d = BusTestbench::<4, 2>::new(0);
+        d.write_credits(&before, 1).unwrap();
+        // Row 1 (users 4 and 5) is read: the engine's last row.
+        d.write(abi::CREDIT_ROW.offset, 1);
+        d.write(abi::CONTROL.offset, abi::CONTROL_IRQ.set(0, 1));
+        d.write(abi::N_USERS.offset, 6);
+        d.write(abi::FAIR_SHARE.offset, 2);
+        d.write(abi::GUARANTEED.offset, 1);
+        d.write(abi::DOORBELL.offset, 3);
+        let (resp, irq_at) = d.finish_with_a_credit_read(&demand, at, 0x40);
+        let words = (resp == Some(OKAY)).then(|| [d.read(abi::credit_data(0)), d.read(abi::credit_data(1))]);
+        (resp, words, irq_at)
+    };
+    // The interrupt's cycle, then commands offered from 6 cycles before it to 6 after.
+    let (_, _, irq_at) = run(None);
+    let mut answers = Vec::new();
+    for at in irq_at - 6..irq_at + 6 {
+        let (resp, words, _) = run(Some(at));
+        match words {
+            Some(w) => {
+                assert_eq!(w, [after[4], after[5]], "a credit read offered at cycle {at} (interrupt at {irq_at})")
+            }
+            None => assert_eq!(resp, Some(SLVERR), "at {at}"),
+        }
+        answers.push(resp.unwrap_or(0));
+    }
+    // The sweep crosses the end: refused first, then answered, never the other way.
+    assert_eq!(answers.first(), Some(&SLVERR), "{answers:?}");
+    assert_eq!(answers.last(), Some(&OKAY), "{answers:?}");
+    assert!(answers.windows(2).all(|w| w[0] == SLVERR || w[1] == OKAY), "{answers:?}");
+}
+
 #[test]
 fn wrong_stream_framing_is_flagged() {
     let mut d = BusTestbench::<4, 2>::new(3);
