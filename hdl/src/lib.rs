@@ -10,7 +10,8 @@
 //! (the engine) with its [`settings`] (taken, checked, multiplied), [`sequencer`] (its
 //! FSM), [`search`] (the radix threshold search), [`reduce`] (accumulators and the end
 //! of the lanes' chain) and [`grant`] (FINAL's tie-break across the lanes); [`lane`] (one
-//! engine lane) with its [`lane_banks`] (RAM), [`count_lane`] (counting keys below a
+//! engine lane) with its [`lane_banks`] (RAM; the 32-bit ones are
+//! [`bank`]s, read through the block RAM's own output register), [`count_lane`] (counting keys below a
 //! probe), [`run_rule`] (a user's kind and run), [`key_range`] (a search's key range),
 //! [`tie_break`] (a user's result) and [`result_queue`] (the results out); [`axi_top`]
 //! (the engine behind AXI4-Lite registers and AXI-Stream ports). Drivers: [`engine_sim`]
