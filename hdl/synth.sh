@@ -199,9 +199,9 @@ ecp5_shape() {
   # such a read return garbage), so the banks are `no_rw_check`: Yosys maps each to a
   # DP16KD alone, without the registered bypass that would return the old word (48
   # LUT4 and 73 flip-flops per bank, and a LUT on every read path). The 32-bit banks
-  # come as DP16KD primitives with their output registers on (FAIRSHARE_ECP5_EBR,
+  # come as DP16KD primitives with their output registers on (FAIRSHARE_ECP5,
   # hdl/src/bank.rs); only the kind banks are inferred.
-  local script="read_verilog -DFAIRSHARE_ECP5_EBR $src; hierarchy -top top; proc; setattr -set no_rw_check 1 m:*"
+  local script="read_verilog -DFAIRSHARE_ECP5 $src; hierarchy -top top; proc; setattr -set no_rw_check 1 m:*"
   script="$script; setattr -set keep 1$copies"
   script="$script; setattr -mod -set keep_hierarchy 1 $blocks"
   script="$script; synth_ecp5 -abc9 -top top"
@@ -330,7 +330,10 @@ ecp5_part() {
     echo "\`fairshare hdl verilog --users N --lanes P --top TOP\`, the engine's sequencer (its FSM)"
     echo "kept a block of its own (\`keep_hierarchy\`), the copies of registers in the lanes, the"
     echo "sequencer and beside the multipliers kept (\`keep\`), the banks mapped without read-first"
-    echo "logic (\`no_rw_check\`)."
+    echo "logic (\`no_rw_check\`), the 32-bit banks (from design eae1511) and the multipliers (from"
+    echo "the design after it) instantiated as ECP5 primitives with their own registers on"
+    echo "(\`FAIRSHARE_ECP5\`: DP16KD with \`REGMODE = OUTREG\`, MULT18X18D with input and output"
+    echo "registers)."
     echo "Place and route: \`nextpnr-ecp5 --85k"
     echo "--package CABGA381 --out-of-context --speed S --freq $TARGET_MHZ --seed SEED --router R\` on an LFE5U-85F"
     echo "(83,640 logic cells, 208 DP16KD). Out of context: no I/O buffers, so the engine's wide"

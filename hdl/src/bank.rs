@@ -13,7 +13,7 @@
 //! change.
 //!
 //! The Verilog carries both forms: by default a memory Yosys (or Verilator) infers,
-//! with the two registers after it; with `FAIRSHARE_ECP5_EBR` defined (hdl/synth.sh
+//! with the two registers after it; with `FAIRSHARE_ECP5` defined (hdl/synth.sh
 //! for ECP5) one DP16KD in its 36-bit, one-write-port one-read-port form with
 //! `REGMODE = OUTREG`, for banks of up to [`EBR_ROWS`] rows (larger banks keep the
 //! inferred form). The Verilator test runs the engine in both forms, the DP16KD under
@@ -141,7 +141,7 @@ end
         pins.push(format!(".DOB{bit}(word_out[{}])", bit + 18));
     }
     format!(
-        "`ifdef FAIRSHARE_ECP5_EBR
+        "`ifdef FAIRSHARE_ECP5
 wire [35:0] word_in = {{4'b0, write_data}};
 wire [35:0] word_out;
 assign read_data = word_out[31:0];
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn a_bank_that_fits_one_block_ram_has_the_dp16kd_form() {
         let v = bank_verilog(7);
-        assert!(v.starts_with("`ifdef FAIRSHARE_ECP5_EBR"), "{v}");
+        assert!(v.starts_with("`ifdef FAIRSHARE_ECP5"), "{v}");
         for pin in [
             ".REGMODE_A(\"OUTREG\")",
             ".REGMODE_B(\"OUTREG\")",

@@ -7,7 +7,8 @@
 //! and credits; written in RustHDL and exported as Verilog.
 //!
 //! Blocks (each a struct of signals with one `update`, its test beside it): [`engine`]
-//! (the engine) with its [`settings`] (taken, checked, multiplied), [`sequencer`] (its
+//! (the engine) with its [`settings`] (taken, checked, multiplied by [`multiplier`]s, which
+//! register both ends in the hard block), [`sequencer`] (its
 //! FSM), [`search`] (the radix threshold search), [`reduce`] (accumulators and the end
 //! of the lanes' chain) and [`grant`] (FINAL's tie-break across the lanes); [`lane`] (one
 //! engine lane) with its [`lane_banks`] (RAM; the 32-bit ones are
@@ -37,6 +38,7 @@ pub mod grant;
 pub mod key_range;
 pub mod lane;
 pub mod lane_banks;
+pub mod multiplier;
 pub mod oracle;
 pub mod plan;
 pub mod reduce;

@@ -9,6 +9,7 @@
 //! are taken (PLAN reads them after LOAD, at least 13 cycles after `start`).
 
 use crate::engine::row_divider;
+use crate::multiplier::Multiplier;
 use fairshare_abi as abi;
 use rust_hdl::prelude::*;
 
@@ -65,13 +66,10 @@ pub struct Settings<const P: usize, const A: usize> {
     fair_hi: DFF<Bits<16>>,
     free_lo: DFF<Bits<16>>,
     free_hi: DFF<Bits<16>>,
-    /// Each multiplier's operands once more and its product, registers that drive
-    /// nothing but the multiplier and are driven by nothing but it, so that the placer
-    /// can put them beside it: a multiplier's own delay is most of a cycle, so the wire
-    /// to it must be short (the measurements: docs/engine.md, "Clock on an ECP5-85F").
-    mul_n: [DFF<Bits<16>>; 4],
-    mul_f: [DFF<Bits<16>>; 4],
-    product: [DFF<Bits<32>>; 4],
+    /// The multipliers, each registering its operands once more and its product in
+    /// the block itself (a multiplier's own delay is most of a cycle: the measurements,
+    /// docs/engine.md, "Clock on an ECP5-85F").
+    mult: [Multiplier; 4],
     cap_lo: DFF<Bits<32>>,
     cap_hi: DFF<Bits<32>>,
     shared_lo: DFF<Bits<32>>,
@@ -133,9 +131,7 @@ impl<const P: usize, const A: usize> Default for Settings<P, A> {
             fair_hi: Default::default(),
             free_lo: Default::default(),
             free_hi: Default::default(),
-            mul_n: array_init::array_init(|_| Default::default()),
-            mul_f: array_init::array_init(|_| Default::default()),
-            product: array_init::array_init(|_| Default::default()),
+            mult: array_init::array_init(|_| Default::default()),
             cap_lo: Default::default(),
             cap_hi: Default::default(),
             shared_lo: Default::default(),
@@ -224,21 +220,18 @@ impl<const P: usize, const A: usize> Logic for Settings<P, A> {
         self.fair_hi.d.next = self.cfg_fair.q.val().get_bits::<16>(16);
         self.free_lo.d.next = self.free_r.q.val().get_bits::<16>(0);
         self.free_hi.d.next = self.free_r.q.val().get_bits::<16>(16);
-        self.mul_f[0].d.next = self.fair_lo.q.val();
-        self.mul_f[1].d.next = self.fair_hi.q.val();
-        self.mul_f[2].d.next = self.free_lo.q.val();
-        self.mul_f[3].d.next = self.free_hi.q.val();
+        self.mult[0].b.next = self.fair_lo.q.val();
+        self.mult[1].b.next = self.fair_hi.q.val();
+        self.mult[2].b.next = self.free_lo.q.val();
+        self.mult[3].b.next = self.free_hi.q.val();
         for k in 0..4 {
-            self.mul_n[k].clock.next = self.clock.val();
-            self.mul_f[k].clock.next = self.clock.val();
-            self.product[k].clock.next = self.clock.val();
-            self.mul_n[k].d.next = self.n16[k].q.val();
-            self.product[k].d.next = self.mul_n[k].q.val() * self.mul_f[k].q.val();
+            self.mult[k].clock.next = self.clock.val();
+            self.mult[k].a.next = self.n16[k].q.val();
         }
-        self.cap_lo.d.next = self.product[0].q.val();
-        self.cap_hi.d.next = self.product[1].q.val();
-        self.shared_lo.d.next = self.product[2].q.val();
-        self.shared_hi.d.next = self.product[3].q.val();
+        self.cap_lo.d.next = self.mult[0].product.val();
+        self.cap_hi.d.next = self.mult[1].product.val();
+        self.shared_lo.d.next = self.mult[2].product.val();
+        self.shared_hi.d.next = self.mult[3].product.val();
         self.cap_sum.next = (self.cap_hi.q.val() << 16) + self.cap_lo.q.val();
         self.cap_carry.next = (self.cap_hi.q.val().get_bit(15) & self.cap_lo.q.val().get_bit(31))
             | ((self.cap_hi.q.val().get_bit(15) | self.cap_lo.q.val().get_bit(31)) & !self.cap_sum.val().get_bit(31));

@@ -29,18 +29,20 @@ fn verilator() -> &'static str {
     "verilator"
 }
 
-/// The form of the banks the Verilog is built with (hdl/src/bank.rs).
+/// The form of the hard blocks (banks and multipliers: hdl/src/bank.rs,
+/// hdl/src/multiplier.rs) the Verilog is built with.
 #[derive(Clone, Copy, Debug)]
-enum Banks {
-    /// Memories Verilator infers, with the registers after them.
+enum Blocks {
+    /// Memories and products Verilator infers, with their registers beside them.
     Inferred,
-    /// The DP16KD primitive ECP5 synthesis maps (`FAIRSHARE_ECP5_EBR`), under the model
-    /// `hdl/verilator/dp16kd.v`.
-    Dp16kd,
+    /// The ECP5 primitives synthesis maps (`FAIRSHARE_ECP5`: DP16KD and MULT18X18D with
+    /// their registers on), under the models `hdl/verilator/dp16kd.v` and
+    /// `hdl/verilator/mult18x18d.v`.
+    Ecp5,
 }
 
 /// Writes `verilog` (module `top`) and its `shell` (module `shell_module`) into `dir`,
-/// lints them with [`LINT_FLAGS`] and builds them, the banks in the form `banks`, with
+/// lints them with [`LINT_FLAGS`] and builds them, the hard blocks in the form `blocks`, with
 /// the C++ testbench `hdl/verilator/<harness>` and `-D` flags `defines`; returns the
 /// executable.
 fn build(
@@ -50,15 +52,16 @@ fn build(
     shell_module: &str,
     harness: &str,
     defines: &str,
-    banks: Banks,
+    blocks: Blocks,
 ) -> PathBuf {
     std::fs::write(dir.join("top.v"), verilog).unwrap();
     std::fs::write(dir.join("shell.v"), shell).unwrap();
     let mut sources = vec!["shell.v".to_string(), "top.v".to_string()];
-    if let Banks::Dp16kd = banks {
-        let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("verilator").join("dp16kd.v");
-        sources.insert(0, "+define+FAIRSHARE_ECP5_EBR".to_string());
-        sources.push(model.display().to_string());
+    if let Blocks::Ecp5 = blocks {
+        sources.insert(0, "+define+FAIRSHARE_ECP5".to_string());
+        for model in ["dp16kd.v", "mult18x18d.v"] {
+            sources.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("verilator").join(model).display().to_string());
+        }
     }
     let lint = Command::new(verilator())
         .args(["--lint-only", "--top-module", shell_module])
@@ -118,15 +121,15 @@ fn run(dir: &Path, exe: &Path, script: &str, expected: usize) -> Vec<String> {
 }
 
 /// Random sequences on the Verilator model of an engine with `P` lanes and `2^A` rows,
-/// its banks in the form `banks`, every other sequence with random stalls (the RustHDL
+/// its hard blocks in the form `blocks`, every other sequence with random stalls (the RustHDL
 /// testbench's xorshift sequence); returns how many unstalled quanta ran a threshold
 /// search.
-fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize, banks: Banks) -> usize {
+fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize, blocks: Blocks) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let (verilog, shell) = (engine_verilog::<P, A>().unwrap(), engine_shell::<P, A>());
     // BANKS per lane (credits, starts, runs, base allocations, kinds, the two result banks).
     let verilog = undefined_collisions(verilog, BANKS * P);
-    let exe = build(dir.path(), verilog, shell, "engine_shell", "harness.cpp", &format!("-DLANES={P}"), banks);
+    let exe = build(dir.path(), verilog, shell, "engine_shell", "harness.cpp", &format!("-DLANES={P}"), blocks);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut script, mut expected, mut timed) = (String::new(), Vec::new(), Vec::new());
     for s in 0..sequences {
@@ -170,7 +173,7 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
         } else {
             got.to_string()
         };
-        assert_eq!(&got_cmp, want, "line {i} of the Verilator run (P = {P}, A = {A}, {banks:?} banks)");
+        assert_eq!(&got_cmp, want, "line {i} of the Verilator run (P = {P}, A = {A}, {blocks:?} blocks)");
     }
     searched
 }
@@ -178,11 +181,11 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
 #[test]
 fn verilog_matches_software_n64_and_n1024() {
     // 700 x 10 + 300 x 10 + 100 x 30 = 13,000 quanta, every one compared: the small shape
-    // with both forms of the banks, the large one with the primitive ECP5 maps.
-    let small_searched = cosimulate::<4, 4>(11, 700, 10, Banks::Inferred); // up to 64 users
-    let primitive_searched = cosimulate::<4, 4>(13, 300, 10, Banks::Dp16kd);
-    let large_searched = cosimulate::<16, 6>(12, 100, 30, Banks::Dp16kd); // up to 1,024 users
-                                                                          // Coverage: the search path ran in every run.
+    // with both forms of the hard blocks, the large one with the primitives ECP5 maps.
+    let small_searched = cosimulate::<4, 4>(11, 700, 10, Blocks::Inferred); // up to 64 users
+    let primitive_searched = cosimulate::<4, 4>(13, 300, 10, Blocks::Ecp5);
+    let large_searched = cosimulate::<16, 6>(12, 100, 30, Blocks::Ecp5); // up to 1,024 users
+                                                                         // Coverage: the search path ran in every run.
     assert!(
         small_searched >= 200 && primitive_searched >= 80 && large_searched >= 100,
         "searched: {small_searched}, {primitive_searched}, {large_searched}"
@@ -210,7 +213,7 @@ fn device_verilog_matches_the_register_map_and_software() {
     );
     let (verilog, shell) = (device_verilog::<P, A>().unwrap(), device_shell::<P>());
     let verilog = undefined_collisions(verilog, BANKS * P);
-    let exe = build(d, verilog, shell, "fairshare_device", "device_harness.cpp", &defines, Banks::Dp16kd);
+    let exe = build(d, verilog, shell, "fairshare_device", "device_harness.cpp", &defines, Blocks::Ecp5);
 
     let (mut script, mut expected) = (String::new(), Vec::<String>::new());
     let w = |script: &mut String, expected: &mut Vec<String>, off: u32, data: u32, resp: u32| {
@@ -304,7 +307,7 @@ fn weighted_count_verilog_matches_the_host_rule() {
         "weighted_shell",
         "weighted_harness.cpp",
         &format!("-DLATENCY={WEIGHTED_LATENCY}"),
-        Banks::Inferred,
+        Blocks::Inferred,
     );
     let mut cases: Vec<(u32, u32, u32, u32)> = vec![
         (u32::MAX, 0, 1, u32::MAX),
