@@ -200,7 +200,8 @@ ecp5_shape() {
   # DP16KD alone, without the registered bypass that would return the old word (48
   # LUT4 and 73 flip-flops per bank, and a LUT on every read path). The 32-bit banks
   # come as DP16KD primitives with their output registers on (FAIRSHARE_ECP5,
-  # hdl/src/bank.rs); only the kind banks are inferred.
+  # hdl/src/bank.rs); only the kind banks are inferred (distributed RAM at 128 rows; at
+  # 512, N = 4,096 and P = 8, a DP16KD without its output register: that shape's limit).
   local script="read_verilog -DFAIRSHARE_ECP5 $src; hierarchy -top top; proc; setattr -set no_rw_check 1 m:*"
   script="$script; setattr -set keep 1$copies"
   script="$script; setattr -mod -set keep_hierarchy 1 $blocks"

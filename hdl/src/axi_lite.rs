@@ -201,8 +201,9 @@ mod tests {
     /// held with its payload until the handshake, `bready` at random) writes 2,000
     /// words, the address and data channels running ahead of each other: every write
     /// fires exactly once, in order, with its address, data and strobes as a bit mask,
-    /// never while a response waits; every fire gets exactly one response; none is
-    /// lost.
+    /// never while a response waits and never within two cycles of the last (the credit
+    /// port's words need them); every fire gets exactly one response, no earlier than
+    /// two cycles after it; none is lost.
     #[test]
     fn fires_each_write_once_in_order_and_answers_each_once() {
         let mut rng = ChaCha8Rng::seed_from_u64(41);
@@ -213,7 +214,8 @@ mod tests {
         let mask = |strb: u8| (0..4).filter(|i| strb >> i & 1 == 1).fold(0u64, |m, i| m | 0xff << (8 * i));
         let (mut aw, mut w, mut fired, mut answered) = (0, 0, 0, 0);
         let (mut aw_on, mut w_on) = (false, false);
-        for _ in 0..40_000 {
+        let (mut last_fire, mut min_gap, mut fire_gaps_of_3) = (None::<usize>, usize::MAX, 0);
+        for cycle in 0..40_000 {
             if answered == writes.len() {
                 break;
             }
@@ -228,6 +230,11 @@ mod tests {
             assert!(simulate(&mut b, 100));
             if b.fire.val() {
                 assert!(!b.bvalid.val(), "write {fired} fired while a response waits");
+                if let Some(last) = last_fire {
+                    min_gap = min_gap.min(cycle - last);
+                    fire_gaps_of_3 += usize::from(cycle - last == 3);
+                }
+                last_fire = Some(cycle);
                 let (addr, data, strb) = writes[fired];
                 let got = (b.addr.val().to_u64(), b.data.val().to_u64(), b.mask.val().to_u64());
                 assert_eq!(got, (addr, u64::from(data), mask(strb)), "write {fired}");
@@ -236,6 +243,7 @@ mod tests {
             if b.bvalid.val() && b.bready.val() {
                 answered += 1;
                 assert!(answered <= fired, "a response without a write");
+                assert!(last_fire.is_some_and(|f| cycle >= f + 2), "write {answered} answered within two cycles");
             }
             if aw_on && b.awready.val() {
                 aw += 1;
@@ -248,6 +256,9 @@ mod tests {
             tick(&mut b, |b, c| b.clock.next = c.into());
         }
         assert_eq!((fired, answered), (writes.len(), writes.len()), "writes fired and answered");
+        // Writes three cycles apart, the fastest the channels allow, happened.
+        assert_eq!(min_gap, 3, "the closest writes");
+        assert!(fire_gaps_of_3 > 20, "{fire_gaps_of_3} writes three cycles after the last");
     }
 
     /// A master issuing 2,000 reads at random, the register file giving a random word

@@ -97,14 +97,15 @@ end
     if rows > EBR_ROWS {
         return inferred;
     }
-    // The 36-bit form: the write port is A (all four byte enables on ADA0..3, the row
-    // on ADA5..13), the read port is B (the row on ADB5..13); the word is DIA/DOA (bits
-    // 0..17) and DIB/DOB (bits 18..35). REGMODE is set on both ports, as the block's
-    // 36-bit read drives both halves.
+    // The 36-bit form: the write port is A (the write enable on all four byte enables
+    // ADA0..3, the row on ADA5..13, the port itself always enabled), the read port is B
+    // (the row on ADB5..13); the word is DIA/DOA (bits 0..17) and DIB/DOB (bits 18..35).
+    // REGMODE is set on both ports, as the block's 36-bit read drives both halves; both
+    // ports' clock enables stay on, so that no output register can depend on a write.
     let mut pins = vec![
         ".CLKA(clock)".to_string(),
         ".WEA(1'b1)".into(),
-        ".CEA(write_enable)".into(),
+        ".CEA(1'b1)".into(),
         ".OCEA(1'b1)".into(),
         ".RSTA(1'b0)".into(),
         ".CLKB(clock)".into(),
@@ -118,7 +119,7 @@ end
         pins.push(format!(".CSB{cs}(1'b0)"));
     }
     for bit in 0..4 {
-        pins.push(format!(".ADA{bit}(1'b1)"));
+        pins.push(format!(".ADA{bit}(write_enable)"));
     }
     pins.push(".ADA4(1'b0)".into());
     for bit in 0..5 {
@@ -216,6 +217,8 @@ mod tests {
         for pin in [
             ".REGMODE_A(\"OUTREG\")",
             ".REGMODE_B(\"OUTREG\")",
+            ".CEA(1'b1)",
+            ".ADA3(write_enable)",
             ".ADA11(write_address[6])",
             ".ADB11(read_address[6])",
             ".ADB12(1'b0)",

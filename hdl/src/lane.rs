@@ -87,7 +87,7 @@ pub struct EngineLane<const A: usize> {
     pub start: Signal<In, Bit>,
     /// See `start`.
     pub active: Signal<In, Bit>,
-    /// Credit port: row read (data one cycle later) and written.
+    /// Credit port: row read (data two cycles later) and written.
     pub credit_row: Signal<In, Bits<A>>,
     /// Credit port: write `host_credit` to the row.
     pub credit_write: Signal<In, Bit>,

@@ -7,8 +7,8 @@
 //!
 //! The six 32-bit banks are [`Bank`]s: block RAMs whose word comes out two cycles after
 //! its address (a registered read, then the block's own output register). The kind
-//! bank (3 bits, small enough for the FPGA's distributed RAM) is read in one cycle; the
-//! lane registers it. No bank has read-first logic: a row read in the cycle the other
+//! bank (3 bits: the FPGA's distributed RAM at 128 rows, a block RAM without its output
+//! register at 512) is read in one cycle; the lane registers it. No bank has read-first logic: a row read in the cycle the other
 //! port writes it is undefined on an FPGA (hdl/synth.sh maps the banks so), and the
 //! lane never reads such a row where it matters.
 

@@ -34,7 +34,7 @@ use rust_hdl::prelude::*;
 #[derive(Copy, Clone, PartialEq, Debug, LogicState)]
 pub enum Phase {
     /// Waiting for `start`; the credit port is live once `busy` has fallen (the cycle
-    /// after the state returns here).
+    /// after the state returns here), its words two cycles after their row.
     Idle,
     /// Acts on the check of the settings made with `start` (`start_code`): refuses
     /// the quantum (`done` with `error`, two cycles of `busy`) or starts LOAD.

@@ -6,7 +6,7 @@
 // primitive (ECP5 memory usage guide); a real part cannot be checked here.
 //
 // Undefined behaviour is made visible, not hidden: a read of the row that port A writes
-// in the same cycle returns the complement of the stored word (the engine must never
+// (any byte of it) in the same cycle returns the complement of the stored word (the engine must never
 // depend on one), and a configuration this model does not cover stops the simulation.
 /* verilator lint_off UNUSEDSIGNAL */
 module DP16KD(
@@ -53,7 +53,7 @@ module DP16KD(
   assign {DOB17, DOB16, DOB15, DOB14, DOB13, DOB12, DOB11, DOB10, DOB9, DOB8, DOB7, DOB6, DOB5, DOB4, DOB3, DOB2, DOB1, DOB0, DOA17, DOA16, DOA15, DOA14, DOA13, DOA12, DOA11, DOA10, DOA9, DOA8, DOA7, DOA6, DOA5, DOA4, DOA3, DOA2, DOA1, DOA0} = word_out;
 
   always @(posedge CLKB) begin
-    if (read_on) latched <= write_on && write_row == read_row ? ~mem[read_row] : mem[read_row];
+    if (read_on) latched <= write_on && |byte_enable && write_row == read_row ? ~mem[read_row] : mem[read_row];
     if (RSTB) out_reg <= 36'b0;
     else if (OCEB) out_reg <= latched;
   end
