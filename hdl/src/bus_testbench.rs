@@ -230,11 +230,7 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
         self.write(abi::N_USERS.offset, n as u32);
         self.write(abi::FAIR_SHARE.offset, fair);
         self.write(abi::GUARANTEED.offset, guaranteed);
-        self.demand = demand.to_vec();
-        self.next_row = 0;
-        self.tlast_row = Some(tlast_row.unwrap_or(n.div_ceil(P).saturating_sub(1)));
-        self.results.clear();
-        self.held = None;
+        self.offer(demand, tlast_row);
         self.write(abi::DOORBELL.offset, seq);
         let mut status = 0;
         for _ in 0..1_000_000 {
@@ -298,6 +294,16 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
         Ok(out)
     }
 
+    /// Offers `demand` on the stream from its first row (`tlast` on row `tlast_row`, the
+    /// last row when `None`) and takes the results afresh, as the edges that follow run.
+    fn offer(&mut self, demand: &[u32], tlast_row: Option<usize>) {
+        self.demand = demand.to_vec();
+        self.next_row = 0;
+        self.tlast_row = Some(tlast_row.unwrap_or(demand.len().div_ceil(P).saturating_sub(1)));
+        self.results.clear();
+        self.held = None;
+    }
+
     /// Starts a quantum and returns while it runs (no demand beats are offered), for
     /// tests of what the bus does during a quantum. Finish it with [`Self::finish`].
     pub fn start_stalled(&mut self, seq: u32, n: usize, fair: u32, guaranteed: u32) {
@@ -315,14 +321,11 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
     /// its response and the cycle of the interrupt. For tests of the credit port around
     /// a quantum's end: run it once without a command to learn the interrupt's cycle.
     pub fn finish_with_a_credit_read(&mut self, demand: &[u32], at: Option<usize>, tag: u32) -> (Option<u8>, usize) {
-        self.demand = demand.to_vec();
-        self.next_row = 0;
-        self.tlast_row = Some(demand.len().div_ceil(P) - 1);
-        self.results.clear();
+        self.offer(demand, None);
         let irqs = self.irqs;
         let (mut irq_at, mut resp) = (None, None);
         let mut cycle = 0;
-        while irq_at.is_none() || resp.is_none() && at.is_some() {
+        loop {
             if resp.is_none() && at.is_some_and(|at| cycle >= at) {
                 let stalls = std::mem::replace(&mut self.stalls, Stalls(0));
                 let cmd = abi::CREDIT_CMD_TAG.set(0, tag);
@@ -339,18 +342,17 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
             if self.irqs > irqs && irq_at.is_none() {
                 irq_at = Some(cycle);
             }
+            if let Some(irq) = irq_at.filter(|_| resp.is_some() || at.is_none()) {
+                self.demand.clear();
+                return (resp, irq);
+            }
             assert!(cycle < 1_000_000, "the quantum never ended");
         }
-        self.demand.clear();
-        (resp, irq_at.unwrap_or(0))
     }
 
     /// Feeds `demand` to a quantum started by [`Self::start_stalled`] and waits for it.
     pub fn finish(&mut self, demand: &[u32]) -> u32 {
-        self.demand = demand.to_vec();
-        self.next_row = 0;
-        self.tlast_row = Some(demand.len().div_ceil(P) - 1);
-        self.results.clear();
+        self.offer(demand, None);
         loop {
             let status = self.read(abi::STATUS.offset);
             if abi::STATUS_BUSY.get(status) == 0 {

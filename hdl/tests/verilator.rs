@@ -23,6 +23,11 @@ use std::process::{Command, Stdio};
 /// three per-probe counts and FINAL needs only the first.
 pub const LINT_FLAGS: [&str; 5] = ["-Wall", "-Wno-WIDTH", "-Wno-UNUSEDPARAM", "-Wno-DECLFILENAME", "-Wno-UNUSEDSIGNAL"];
 
+/// `hdl/verilator/<file>`: the testbenches and the primitives' models.
+fn verilator_file(file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("verilator").join(file).display().to_string()
+}
+
 fn verilator() -> &'static str {
     let ok = Command::new("verilator").arg("--version").output().is_ok_and(|o| o.status.success());
     assert!(ok, "verilator is not installed: run ./test.sh (it installs it) or apt-get install verilator");
@@ -60,7 +65,7 @@ fn build(
     if let Blocks::Ecp5 = blocks {
         sources.insert(0, "+define+FAIRSHARE_ECP5".to_string());
         for model in ["dp16kd.v", "mult18x18d.v"] {
-            sources.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("verilator").join(model).display().to_string());
+            sources.push(verilator_file(model));
         }
     }
     let lint = Command::new(verilator())
@@ -71,7 +76,7 @@ fn build(
         .output()
         .unwrap();
     assert!(lint.status.success(), "verilator lint:\n{}", String::from_utf8_lossy(&lint.stderr));
-    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("verilator").join(harness);
+    let harness = verilator_file(harness);
     let out = Command::new(verilator())
         .args(["--cc", "--exe", "--build", "-j", "2", "-O2", "-Wno-WIDTH", "--top-module", shell_module])
         .args(["-CFLAGS", defines, "-Mdir", "obj"])
