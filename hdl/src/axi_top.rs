@@ -117,7 +117,7 @@ pub struct AxiTop<const P: usize, const A: usize> {
     framing: DFF<Bit>,
     rejected: DFF<Bit>,
     /// The engine was busy one and two cycles ago: the credit banks give the port's
-    /// row two cycles after the engine lets go of them.
+    /// row [`crate::bank::READ_LATENCY`] (two) cycles after the engine lets go of them.
     busy_1: DFF<Bit>,
     busy_2: DFF<Bit>,
     /// The credit port's words are the port's row: not busy for two cycles.

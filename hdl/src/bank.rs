@@ -22,6 +22,10 @@
 
 use rust_hdl::prelude::*;
 
+/// Cycles from a row's address to its word: the registered read, then the output
+/// register.
+pub const READ_LATENCY: usize = 2;
+
 /// Rows of a DP16KD in its 36-bit form (18 kbit / 36): the deepest bank that maps to
 /// one block RAM with its output register.
 pub const EBR_ROWS: usize = 512;

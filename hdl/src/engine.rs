@@ -123,9 +123,9 @@ pub struct Engine<const P: usize, const A: usize> {
     /// Credit port: balances to write.
     pub credit_wdata: [Signal<In, Bits<32>>; P],
     /// Credit port: balances of the row (two cycles after `credit_row`, the credit
-    /// bank's registered read and its output register; two cycles after a write to
-    /// that row, undefined on an FPGA, where the banks have no read-first logic: read
-    /// it a cycle later).
+    /// bank's registered read and its output register). A row given in the cycle that
+    /// writes it reads undefined words on an FPGA, where the banks have no read-first
+    /// logic: give it a cycle after the write.
     pub credit_rdata: [Signal<Out, Bits<32>>; P],
     /// A quantum is in progress: from the cycle after `start` to the cycle after its
     /// last result is taken (two cycles for a quantum refused for its settings).

@@ -200,9 +200,9 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
     /// Reads the balances of row `row` through the credit port.
     pub fn read_row(&mut self, row: usize) -> Vec<u32> {
         self.uut.credit_row.next = (row as u64).into();
-        // The credit bank's read, then its output register.
-        self.tick();
-        self.tick();
+        for _ in 0..crate::bank::READ_LATENCY {
+            self.tick();
+        }
         self.uut.credit_rdata.iter().map(|s| s.val().to_u64() as u32).collect()
     }
 

@@ -944,9 +944,9 @@ mod tests {
             tick(&mut l);
             for (row, r) in got.iter_mut().enumerate() {
                 l.credit_row.next = (row as u64).into();
-                // The credit bank's read, then its output register.
-                tick(&mut l);
-                tick(&mut l);
+                for _ in 0..crate::bank::READ_LATENCY {
+                    tick(&mut l);
+                }
                 *r = (*r << 32) | l.credit.val().to_u64();
             }
             let want: Vec<u64> = results.iter().map(|&(a, c)| (a << 32) | c).collect();
