@@ -52,8 +52,9 @@ pub use fairshare_abi::status as error_code;
 ///   engine's accumulators taking what leaves lane 0);
 /// - `4`: PLAN;
 /// - `1 + PROBE_LATENCY`: the first interval, its probes and the check;
-/// - `k (R + SEARCH_LATENCY + p + L + 2 + PROBE_LATENCY)`: per pass the rows, the drain,
-///   the reduction, the narrowing, the next probes and the check;
+/// - `k (R + SEARCH_LATENCY + p + L + C + 2 + PROBE_LATENCY)`: per pass the rows, the
+///   drain, the reduction, the counts into the search units (`C` =
+///   [`crate::search::COUNT_LATENCY`]), the narrowing, the next probes and the check;
 /// - `3 + R + FINAL_LATENCY`: FINAL, whose results go out a row per cycle behind its
 ///   writes ([`crate::result_queue`]);
 /// - `LATENCY + 2`: the last row through the result queue
@@ -61,13 +62,13 @@ pub use fairshare_abi::status as error_code;
 ///   taken (from a flip-flop of lane 0's queue) and the cycle that closes the quantum
 ///   (the lanes' copies of `busy` fall with it).
 ///
-/// With the constants of this build: `2R + p + 46 + k (R + p + 14)`.
+/// With the constants of this build: `2R + p + 47 + k (R + p + 15)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
     let reduce = p + crate::reduce::LATENCY;
     let load = 2 + r + 1 + LOAD_LATENCY + reduce;
     let first = 4 + 1 + PROBE_LATENCY;
-    let passes = k * (r + SEARCH_LATENCY + reduce + 2 + PROBE_LATENCY);
+    let passes = k * (r + SEARCH_LATENCY + reduce + crate::search::COUNT_LATENCY + 2 + PROBE_LATENCY);
     let fin = 3 + r + FINAL_LATENCY;
     load + first + passes + fin + crate::result_queue::LATENCY + 2
 }

@@ -2,15 +2,17 @@
 //! queues the rows for the result stream, so that results leave at a row per cycle
 //! while FINAL is still writing, and the stream's back-pressure stops only this block.
 //!
-//! The queue decides to read row `r` once FINAL has written it (`r` below `written`,
-//! the lane's write counter) and holds at most [`DEPTH`] rows, counting those decided
+//! The queue decides to read row `r` once FINAL has written it (`r` below its own copy
+//! of `written`, the lane's write counter, registered a cycle late beside the decision:
+//! the counter also addresses the lane's banks, and the placer may put the queue far
+//! from it) and holds at most [`DEPTH`] rows, counting those decided
 //! and not yet taken. A row decided in cycle `t` is read in `t + 1` (the banks' read
 //! address moves on a registered enable), is latched by the bank at the end of it, comes
 //! out of the bank's output register in `t + 3` and is written into its entry (on a
 //! registered one-hot enable) at the end of it, and can be taken from `t + 4`: four rows are on their way
 //! when the stream takes one per cycle, so five entries never make the reads wait.
 //! The banks' read address and the entries move on enables that are flip-flops; the
-//! decision to read is logic on flip-flops only (the next row against `written`, the
+//! decision to read is logic on flip-flops only (the next row against the copy of `written`, the
 //! rows held against DEPTH); `ready` takes the head (the read pointer, the counts),
 //! reaches the decision only through the flip-flop `held` and no bank address at all
 //! (`valid`, `alloc` and `credit` are flip-flops through a five-way multiplexer). A result held while `ready` is low does not change.
@@ -26,9 +28,10 @@ use rust_hdl::prelude::*;
 pub const DEPTH: usize = 5;
 
 /// Cycles from FINAL's write of a row (the end of the cycle that writes it) to the
-/// first cycle the row can be taken, when the queue is not full: decided, read,
-/// latched by the bank, out of its output register, in its entry.
-pub const LATENCY: usize = 5;
+/// first cycle the row can be taken, when the queue is not full: counted in the copy of
+/// `written`, decided, read, latched by the bank, out of its output register, in its
+/// entry.
+pub const LATENCY: usize = 6;
 
 /// One lane's queue of result rows; `A` address bits of the result banks.
 #[derive(LogicBlock)]
@@ -59,6 +62,8 @@ pub struct ResultQueue<const A: usize> {
     pub credit: Signal<Out, Bits<32>>,
     /// The last row was taken in the cycle before (a flip-flop).
     pub last_taken: Signal<Out, Bit>,
+    /// `written` a cycle late, beside the decision.
+    written_r: DFF<Bits<A>>,
     /// The next row to decide on, and the row the banks read.
     ask_row: DFF<Bits<A>>,
     next_row: DFF<Bits<A>>,
@@ -113,6 +118,7 @@ impl<const A: usize> Default for ResultQueue<A> {
             alloc: Default::default(),
             credit: Default::default(),
             last_taken: Default::default(),
+            written_r: Default::default(),
             ask_row: Default::default(),
             next_row: Default::default(),
             read_all: Default::default(),
@@ -151,6 +157,7 @@ impl<const A: usize> Logic for ResultQueue<A> {
         dff_setup!(
             self,
             clock,
+            written_r,
             ask_row,
             next_row,
             read_all,
@@ -178,10 +185,12 @@ impl<const A: usize> Logic for ResultQueue<A> {
             self.credit_q[k].d.next = self.credit_q[k].q.val();
             self.last_q[k].d.next = self.last_q[k].q.val();
         }
-        // Decide to read a row FINAL has written while fewer than DEPTH rows are held.
+        // Decide to read a row FINAL has written (by the copy, a cycle late) while fewer
+        // than DEPTH rows are held.
+        self.written_r.d.next = self.written.val();
         self.fetch.next = self.on.val()
             & !self.read_all.q.val()
-            & (self.ask_row.q.val() != self.written.val())
+            & (self.ask_row.q.val() != self.written_r.q.val())
             & (self.held.q.val() != self.full.val());
         self.take.next = self.ready.val() & self.nonempty.q.val();
         if self.fetch.val() {
@@ -240,6 +249,7 @@ impl<const A: usize> Logic for ResultQueue<A> {
             }
         }
         if self.restart.val() {
+            self.written_r.d.next = 0.into();
             self.ask_row.d.next = 0.into();
             self.next_row.d.next = 0.into();
             self.read_all.d.next = false;
@@ -307,10 +317,12 @@ mod tests {
             let words: Vec<(u64, u64)> =
                 (0..rows).map(|_| (rng.gen::<u32>().into(), rng.gen::<u32>().into())).collect();
             // The engine restarts the queues in every idle cycle, with the lanes still in
-            // FINAL's phase (`on`) from the last quantum.
+            // FINAL's phase (`on`) from the last quantum; the lane's write counter is
+            // zeroed at the end of the restart's cycle, so the queue sees in it whatever
+            // the counter held.
             q.restart.next = true;
             q.on.next = rng.gen_bool(0.5);
-            q.written.next = 0.into();
+            q.written.next = rng.gen_range(0..1u64 << A).into();
             q.ready.next = false;
             tick(&mut q);
             q.restart.next = false;

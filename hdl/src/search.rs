@@ -2,9 +2,10 @@
 //! `target`-th smallest key, narrowed by four each pass from the counts at three probes.
 //! The engine has two (Karma's borrowers and donors; max-min uses one).
 //!
-//! Every step is registered and at most one carry chain deep: the narrowing takes three
-//! cycles (`update1` compares, `update2` chooses the new ends, the cycle after takes
-//! them), and the next probes follow the interval through a free-running pipeline.
+//! Every step is registered and at most one carry chain deep: the counts are registered
+//! as they arrive (a cycle before `update1`), then the narrowing takes three cycles
+//! (`update1` compares, `update2` chooses the new ends, the cycle after takes them), and
+//! the next probes follow the interval through a free-running pipeline.
 //!
 //! **Warm start.** A quantum's threshold is most often within a few keys of the last
 //! one (Karma's credits move by at most a quantum's slices, and the level among them
@@ -26,6 +27,10 @@ use rust_hdl::prelude::*;
 /// first row takes the probes: the interval changes two cycles after `init` or
 /// `update2`, `more` follows it in two cycles and the probes in five.
 pub const PROBE_LATENCY: usize = 6;
+
+/// Cycles the counts take into the unit's registers before `update1` compares them:
+/// the engine's reduction ends this many cycles before `update1`.
+pub const COUNT_LATENCY: usize = 1;
 
 /// The most passes a search takes: 17 over a 32-bit key range from cold (each pass
 /// keeps a quarter), one more after a warm first pass that missed.
@@ -65,7 +70,9 @@ pub struct SearchUnit {
     pub update2: Signal<In, Bit>,
     /// Decide whether another pass is needed (refreshes `active`).
     pub check: Signal<In, Bit>,
-    /// Keys below each probe (held from `update1` through `update2`).
+    /// Keys below each probe: valid from the cycle before `update1` through the cycle
+    /// before `update2`. Registered here first (the reduction that counts sits apart,
+    /// and its wire into the 32-bit comparisons was a critical path: docs/engine.md).
     pub count: [Signal<In, Bits<32>>; PROBES],
     /// Probes for the next pass: `lo + k max((hi - lo) / 4, 1)`, clamped to `hi`, or
     /// in a warm first pass the last threshold and `WARM_SPAN` on either side of it
@@ -79,6 +86,9 @@ pub struct SearchUnit {
     /// Another pass is needed (two cycles after the interval changed).
     pub more: Signal<Out, Bit>,
     target_r: DFF<Bits<32>>,
+    /// `count` and `total`, registered beside the comparisons that read them.
+    count_r: [DFF<Bits<32>>; PROBES],
+    total_r: DFF<Bits<32>>,
     lo: DFF<Bits<32>>,
     hi: DFF<Bits<32>>,
     lo_count: DFF<Bits<32>>,
@@ -150,6 +160,8 @@ impl Default for SearchUnit {
             rest: Default::default(),
             more: Default::default(),
             target_r: Default::default(),
+            count_r: Default::default(),
+            total_r: Default::default(),
             lo: Default::default(),
             hi: Default::default(),
             lo_count: Default::default(),
@@ -197,6 +209,7 @@ impl Logic for SearchUnit {
             self,
             clock,
             target_r,
+            total_r,
             lo,
             hi,
             lo_count,
@@ -227,6 +240,8 @@ impl Logic for SearchUnit {
         );
         for j in 0..PROBES {
             self.below[j].clock.next = self.clock.val();
+            self.count_r[j].clock.next = self.clock.val();
+            self.count_r[j].d.next = self.count[j].val();
             self.candidate[j].clock.next = self.clock.val();
             self.in_range[j].clock.next = self.clock.val();
             self.probe_r[j].clock.next = self.clock.val();
@@ -289,10 +304,11 @@ impl Logic for SearchUnit {
         // set, from registered comparisons, so that no 32-bit compare sits in front of the
         // interval's multiplexers: `more` follows `active` in two cycles, and the engine
         // reads it (registered once more) six cycles after `init`.
+        self.total_r.d.next = self.total.val();
         self.init_r.d.next = self.init.val();
         self.init_d.d.next = self.init_r.q.val();
         self.target_zero.d.next = self.target_r.q.val() == 0;
-        self.target_all.d.next = self.target_r.q.val() == self.total.val();
+        self.target_all.d.next = self.target_r.q.val() == self.total_r.q.val();
         if self.init_r.q.val() {
             self.lo.d.next = self.first.val();
             self.hi.d.next = self.beyond.val();
@@ -304,7 +320,7 @@ impl Logic for SearchUnit {
                 self.active.d.next = false;
             } else if self.target_all.q.val() {
                 self.lo.d.next = self.max.val();
-                self.lo_count.d.next = self.total.val();
+                self.lo_count.d.next = self.total_r.q.val();
                 self.active.d.next = false;
             }
         }
@@ -312,15 +328,15 @@ impl Logic for SearchUnit {
         // end, the first at or above it the new high end.
         if self.update1.val() {
             for j in 0..PROBES {
-                self.below[j].d.next = self.count[j].val() < self.target_r.q.val();
+                self.below[j].d.next = self.count_r[j].q.val() < self.target_r.q.val();
             }
         }
         self.lo_next.d.next = self.probe_r[0].q.val();
-        self.lo_count_next.d.next = self.count[0].val();
+        self.lo_count_next.d.next = self.count_r[0].q.val();
         for j in 1..PROBES {
             if self.below[j].q.val() {
                 self.lo_next.d.next = self.probe_r[j].q.val();
-                self.lo_count_next.d.next = self.count[j].val();
+                self.lo_count_next.d.next = self.count_r[j].q.val();
             }
         }
         self.hi_next.d.next = self.probe_r[2].q.val();
@@ -414,10 +430,17 @@ mod tests {
                 let below = keys.iter().filter(|&&k| k < probe).count() as u64;
                 s.count[j].next = below.into();
             }
+            // The counts arrive a cycle before `update1`, and hold until `update2`.
+            settle(s);
+            tick(s);
             s.update1.next = true;
             settle(s);
             tick(s);
             s.update1.next = false;
+            // Past their window the counts are anything.
+            for j in 0..PROBES {
+                s.count[j].next = (0xdead_0000 + j as u64).into();
+            }
             s.update2.next = true;
             settle(s);
             tick(s);

@@ -26,7 +26,7 @@
 //! device ABI's status codes.
 
 use crate::lane::{LOAD_LATENCY, SEARCH_LATENCY};
-use crate::search::PROBE_LATENCY;
+use crate::search::{COUNT_LATENCY, PROBE_LATENCY};
 use fairshare_abi::status;
 use rust_hdl::prelude::*;
 
@@ -235,6 +235,7 @@ pub struct Sequencer<const A: usize> {
     refuse: Signal<Local, Bit>,
     finish: Signal<Local, Bit>,
     reduce_wait: Constant<Bits<8>>,
+    search_reduce_wait: Constant<Bits<8>>,
     load_wait: Constant<Bits<8>>,
     search_wait: Constant<Bits<8>>,
     probe_wait: Constant<Bits<8>>,
@@ -336,6 +337,7 @@ impl<const A: usize> Sequencer<A> {
             refuse: Default::default(),
             finish: Default::default(),
             reduce_wait: Constant::new(Bits::<8>::from((lanes + crate::reduce::LATENCY) as u64)),
+            search_reduce_wait: Constant::new(Bits::<8>::from((lanes + crate::reduce::LATENCY + COUNT_LATENCY) as u64)),
             load_wait: Constant::new(Bits::<8>::from(LOAD_LATENCY as u64 - 1)),
             search_wait: Constant::new(Bits::<8>::from(SEARCH_LATENCY as u64 - 2)),
             probe_wait: Constant::new(Bits::<8>::from(PROBE_LATENCY as u64 - 2)),
@@ -430,8 +432,12 @@ impl<const A: usize> Logic for Sequencer<A> {
         if self.is_load_run.q.val() & self.taken.val() & self.row_last_r.q.val() {
             self.countdown_next.next = self.load_wait.val();
         }
-        if (self.is_load_drain.q.val() | self.is_search_drain.q.val()) & self.countdown_zero.q.val() {
+        if self.is_load_drain.q.val() & self.countdown_zero.q.val() {
             self.countdown_next.next = self.reduce_wait.val();
+        }
+        // A search's counts also take COUNT_LATENCY cycles into the search units.
+        if self.is_search_drain.q.val() & self.countdown_zero.q.val() {
+            self.countdown_next.next = self.search_reduce_wait.val();
         }
         if self.is_search_init.q.val() | self.is_update2.q.val() {
             self.countdown_next.next = self.probe_wait.val();
@@ -1084,7 +1090,7 @@ mod tests {
                 SearchIssue if self.row_last => (row, countdown, next) = (0, search_wait, SearchDrain),
                 FinalIssue if self.row_last => (row, next) = (0, Emit),
                 SearchIssue | FinalIssue => row = self.row + 1,
-                SearchDrain if cz => (countdown, next) = (reduce_wait, SearchReduce),
+                SearchDrain if cz => (countdown, next) = (reduce_wait + COUNT_LATENCY as u64, SearchReduce),
                 SearchReduce if cz => next = SearchUpdate1,
                 SearchDrain | SearchReduce => {}
                 SearchUpdate1 => next = SearchUpdate2,
