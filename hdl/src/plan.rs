@@ -8,7 +8,9 @@
 //! - Strict: nothing to select.
 //!
 //! One step per cycle (`plan1`, `plan2`, `plan3`; the targets are read in the cycle
-//! after), each at most one carry chain. A pool of `n f >= 2^31` slices is refused
+//! after), each at most one carry chain: step 3 compares the supply and the totals in
+//! parallel and registers both targets, so that the search units load them from
+//! flip-flops (a minimum in front of their wire was a critical path: docs/engine.md). A pool of `n f >= 2^31` slices is refused
 //! (`refused`, but for strict partitioning, which never adds slices up).
 
 use fairshare_abi as abi;
@@ -41,17 +43,22 @@ pub struct Plan {
     pub total_b: Signal<Out, Bits<32>>,
     /// The pool is too large (after step 1).
     pub refused: Signal<Out, Bit>,
-    /// Slices search A selects (after step 3).
+    /// Slices search A selects (after step 3; `mode` and `capacity` held from step 1).
     pub target_a: Signal<Out, Bits<32>>,
-    /// Slices search B selects (after step 3).
+    /// Slices search B selects (after step 3; `mode` and `capacity` held from step 1).
     pub target_b: Signal<Out, Bits<32>>,
     total_a_r: DFF<Bits<32>>,
     total_b_r: DFF<Bits<32>>,
     supply: DFF<Bits<32>>,
-    borrow: DFF<Bits<32>>,
+    target_a_r: DFF<Bits<32>>,
+    target_b_r: DFF<Bits<32>>,
     refused_r: DFF<Bit>,
     supply_sum: Signal<Local, Bits<32>>,
     supply_carry: Signal<Local, Bit>,
+    /// Step 3's comparisons, side by side.
+    supply_below_a: Signal<Local, Bit>,
+    a_below_b: Signal<Local, Bit>,
+    capacity_below_b: Signal<Local, Bit>,
     max: Constant<Bits<32>>,
     limit: Constant<Bits<32>>,
     mode_karma: Constant<Bits<2>>,
@@ -79,10 +86,14 @@ impl Default for Plan {
             total_a_r: Default::default(),
             total_b_r: Default::default(),
             supply: Default::default(),
-            borrow: Default::default(),
+            target_a_r: Default::default(),
+            target_b_r: Default::default(),
             refused_r: Default::default(),
             supply_sum: Default::default(),
             supply_carry: Default::default(),
+            supply_below_a: Default::default(),
+            a_below_b: Default::default(),
+            capacity_below_b: Default::default(),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
             limit: Constant::new(Bits::<32>::from(abi::WORD_LIMIT)),
             mode_karma: Constant::new(Bits::<2>::from(abi::mode::KARMA as u64)),
@@ -95,7 +106,7 @@ impl Default for Plan {
 impl Logic for Plan {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, total_a_r, total_b_r, supply, borrow, refused_r);
+        dff_setup!(self, clock, total_a_r, total_b_r, supply, target_a_r, target_b_r, refused_r);
         // The supply, saturated: the carry out of bit 31 from the operands' and the
         // sum's top bits.
         self.supply_sum.next = self.total_b_r.q.val() + self.shared.val();
@@ -114,27 +125,35 @@ impl Logic for Plan {
                 self.supply.d.next = self.max.val();
             }
         }
+        // Step 3. Karma: search A the borrowed total `min(supply, candidates)`, search B
+        // the donations used, `min(supply, candidates, donated)`, which is
+        // `min(candidates, donated)` as the supply (donated plus the shared slices,
+        // saturated) is never below the donated total; max-min: search B `min(n f, demand)`.
+        self.supply_below_a.next = self.supply.q.val() < self.total_a_r.q.val();
+        self.a_below_b.next = self.total_a_r.q.val() < self.total_b_r.q.val();
+        self.capacity_below_b.next = self.capacity.val() < self.total_b_r.q.val();
         if self.plan3.val() {
-            self.borrow.d.next = self.total_a_r.q.val();
-            if self.supply.q.val() < self.total_a_r.q.val() {
-                self.borrow.d.next = self.supply.q.val();
+            self.target_a_r.d.next = 0.into();
+            self.target_b_r.d.next = 0.into();
+            if self.mode.val() == self.mode_karma.val() {
+                self.target_a_r.d.next = self.total_a_r.q.val();
+                if self.supply_below_a.val() {
+                    self.target_a_r.d.next = self.supply.q.val();
+                }
+                self.target_b_r.d.next = self.total_b_r.q.val();
+                if self.a_below_b.val() {
+                    self.target_b_r.d.next = self.total_a_r.q.val();
+                }
+            }
+            if self.mode.val() == self.mode_maxmin.val() {
+                self.target_b_r.d.next = self.total_b_r.q.val();
+                if self.capacity_below_b.val() {
+                    self.target_b_r.d.next = self.capacity.val();
+                }
             }
         }
-        self.target_a.next = 0.into();
-        self.target_b.next = 0.into();
-        if self.mode.val() == self.mode_karma.val() {
-            self.target_a.next = self.borrow.q.val();
-            self.target_b.next = self.total_b_r.q.val();
-            if self.borrow.q.val() < self.total_b_r.q.val() {
-                self.target_b.next = self.borrow.q.val();
-            }
-        }
-        if self.mode.val() == self.mode_maxmin.val() {
-            self.target_b.next = self.total_b_r.q.val();
-            if self.capacity.val() < self.total_b_r.q.val() {
-                self.target_b.next = self.capacity.val();
-            }
-        }
+        self.target_a.next = self.target_a_r.q.val();
+        self.target_b.next = self.target_b_r.q.val();
         self.total_a.next = self.total_a_r.q.val();
         self.total_b.next = self.total_b_r.q.val();
         self.refused.next = self.refused_r.q.val();
