@@ -101,8 +101,10 @@ impl Logic for SatAcc {
 /// A maximum. `x` and `take` are registered first ([`LATENCY`]), and `x` is compared
 /// in the cycle it is given with what the maximum will be when it is taken (the
 /// registered candidate if that one is taken now, else the maximum), so that the
-/// update's enable is one LUT on flip-flops (`take` registered and the comparison
-/// registered) instead of a 32-bit comparison against the register it enables.
+/// update's enable is one LUT on flip-flops (`take` registered and the comparisons
+/// registered) instead of a 32-bit comparison against the register it enables. Both
+/// comparisons are registered as they are and the choice between them is made in that
+/// LUT, from the enable registered: no multiplexer after a carry chain.
 #[derive(LogicBlock, Default)]
 pub struct MaxAcc {
     /// Clock.
@@ -121,22 +123,27 @@ pub struct MaxAcc {
     /// `x` and `take`, registered.
     xr: DFF<Bits<32>>,
     take_r: DFF<Bit>,
-    /// `xr` is larger than the maximum (compared a cycle early).
-    larger: DFF<Bit>,
+    /// `xr` is larger than the maximum and than the candidate before it (compared a
+    /// cycle early), and whether that candidate was taken.
+    above_acc: DFF<Bit>,
+    above_xr: DFF<Bit>,
+    enabled: DFF<Bit>,
     enable: Signal<Local, Bit>,
 }
 
 impl Logic for MaxAcc {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, acc, xr, take_r, larger);
-        self.enable.next = self.take_r.q.val() & self.larger.q.val();
+        dff_setup!(self, clock, acc, xr, take_r, above_acc, above_xr, enabled);
+        self.enable.next = self.take_r.q.val() & self.above_acc.q.val();
+        if self.enabled.q.val() {
+            self.enable.next = self.take_r.q.val() & self.above_xr.q.val();
+        }
         self.xr.d.next = self.x.val();
         self.take_r.d.next = self.take.val();
-        self.larger.d.next = self.x.val() > self.acc.q.val();
-        if self.enable.val() {
-            self.larger.d.next = self.x.val() > self.xr.q.val();
-        }
+        self.above_acc.d.next = self.x.val() > self.acc.q.val();
+        self.above_xr.d.next = self.x.val() > self.xr.q.val();
+        self.enabled.d.next = self.enable.val();
         if self.shift.val() {
             self.acc.d.next = self.shift_in.val();
         } else if self.enable.val() {
