@@ -18,6 +18,7 @@
 //!    threshold when it lies inside the interval (the warm start of [`crate::search`]):
 //!    at most [`crate::search::MAX_PASSES`]. Each
 //!    pass is followed by the reduction of the lanes' counts (`P + 1` cycles), the
+//!    counts into the search units' registers ([`crate::search::COUNT_LATENCY`]), the
 //!    narrowing (2) and the next probes ([`crate::search::PROBE_LATENCY`], which
 //!    includes the cycle in which the new interval is taken).
 //! 4. FINAL: per user the keys below the threshold, plus one more for the lowest

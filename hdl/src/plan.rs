@@ -10,8 +10,9 @@
 //! One step per cycle (`plan1`, `plan2`, `plan3`; the targets are read in the cycle
 //! after), each at most one carry chain: step 3 compares the supply and the totals in
 //! parallel and registers both targets, so that the search units load them from
-//! flip-flops (a minimum in front of their wire was a critical path: docs/engine.md). A pool of `n f >= 2^31` slices is refused
-//! (`refused`, but for strict partitioning, which never adds slices up).
+//! flip-flops (a minimum in front of their wire was a critical path: docs/engine.md).
+//! A pool of `n f >= 2^31` slices is refused (`refused`, but for strict partitioning,
+//! which never adds slices up).
 
 use fairshare_abi as abi;
 use rust_hdl::prelude::*;
@@ -25,7 +26,7 @@ pub struct Plan {
     pub plan1: Signal<In, Bit>,
     /// Step 2: the supply.
     pub plan2: Signal<In, Bit>,
-    /// Step 3: the borrowed total.
+    /// Step 3: the targets.
     pub plan3: Signal<In, Bit>,
     /// The mode.
     pub mode: Signal<In, Bits<2>>,
@@ -205,7 +206,12 @@ mod tests {
                 tick(&mut p);
             }
             p.plan3.next = false;
-            assert!(simulate(&mut p, 100));
+            // The targets are registers: what the inputs do after step 3 changes nothing.
+            p.candidates.next = word(&mut rng).into();
+            p.donated.next = word(&mut rng).into();
+            p.capacity.next = word(&mut rng).into();
+            p.shared.next = word(&mut rng).into();
+            tick(&mut p);
             let supply = (donated + shared).min(u64::from(u32::MAX));
             let borrowed = supply.min(candidates);
             let (a, b) = match mode {

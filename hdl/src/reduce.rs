@@ -14,7 +14,8 @@
 //! flip-flop beside the accumulator, not at the far end of a wire from the unit that
 //! computed `x` (that wire alone took most of a cycle: docs/engine.md). A `shift` acts at once and must not come in the cycle of an `add` or
 //! `take`, nor in the cycle after one: the engine's sequencer waits [`LATENCY`] cycles
-//! more after the last row of a pass, and reduces for [`LATENCY`] cycles more.
+//! more after the last row of a pass, and reduces for [`LATENCY`] cycles more (in
+//! SEARCH, [`crate::search::COUNT_LATENCY`] more again, for the search units' registers).
 
 use rust_hdl::prelude::*;
 

@@ -301,7 +301,9 @@ mod tests {
     /// gaps), the stream taking at random: every quantum's rows come out once, in order,
     /// with the words written (a read of a row not yet written returns a poisoned word,
     /// so reading ahead of FINAL fails), a head held still (and valid) while `ready` is
-    /// low, `last_taken` in the cycle after the last row is taken and never else, a restart with `on` high or low as the engine gives it;
+    /// low, `last_taken` in the cycle after the last row is taken and never else, a
+    /// restart with `on` high or low and the write counter at any value, as the engine
+    /// gives them;
     /// with FINAL writing a row per cycle and the stream always ready, a row leaves in
     /// every cycle after the first.
     #[test]

@@ -398,7 +398,9 @@ mod tests {
             _ => (0, 1),
         };
         s.target.next = target.into();
-        s.total.next = (keys.len() as u64).into();
+        // The total is read in the cycle of `init` and the one after (the engine holds
+        // it longer): anything else around them.
+        s.total.next = 0xdead_beef_u64.into();
         s.first.next = first.into();
         s.beyond.next = beyond.into();
         s.load_target.next = true;
@@ -406,12 +408,16 @@ mod tests {
         tick(s);
         s.load_target.next = false;
         s.init.next = true;
+        s.total.next = (keys.len() as u64).into();
         settle(s);
         tick(s);
         s.init.next = false;
         let mut passes = 0;
         loop {
-            for _ in 1..PROBE_LATENCY {
+            for k in 1..PROBE_LATENCY {
+                if k == 2 {
+                    s.total.next = 0xdead_beef_u64.into();
+                }
                 tick(s);
             }
             s.check.next = true;

@@ -49,7 +49,7 @@ pub enum Phase {
     Plan1,
     /// Supply.
     Plan2,
-    /// Borrowed total.
+    /// The searches' targets.
     Plan3,
     /// Targets and errors.
     Plan4,
@@ -153,7 +153,7 @@ pub struct Sequencer<const A: usize> {
     /// See `at_load_target`.
     pub at_update2: Signal<Out, Bit>,
     /// Registered decodes for the engine's registers that change once per phase: the
-    /// sums are taken (Plan1), the supply (Plan2) and the borrowed total (Plan3) are
+    /// sums are taken (Plan1), the supply (Plan2) and the searches' targets (Plan3) are
     /// computed, FINAL's rests are loaded (FinalStart).
     /// Decoded from the state in the engine, one LUT would serve registers on both sides
     /// of the die, a wire longer than a cycle allows.
