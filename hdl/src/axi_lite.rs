@@ -1,9 +1,11 @@
 //! The AXI4-Lite slave's channels, without the register map: the write address and
 //! data channels accepted independently and held until both are there, then one
-//! response, from the second cycle after the write takes effect, that waits for
-//! `bready` (so writes take effect at least three cycles apart: a row written to
+//! response, from the third cycle after the write takes effect, that waits for
+//! `bready` (so writes take effect at least four cycles apart: a row written to
 //! `CREDIT_ROW` has come out of the credit banks, two cycles, before a command can take
-//! its words); the read address taken when no data is pending,
+//! its words, and a credit write command has landed in the banks, at the end of the
+//! cycle after it ([`crate::bank::WRITE_LATENCY`]), before the row is read for the next
+//! command, two cycles before that command); the read address taken when no data is pending,
 //! the data a cycle later, held until `rready`. The register file beside them
 //! ([`crate::axi_top`]) decodes the address, says whether the access is refused
 //! (`SLVERR`) and gives or takes the data. The write response's code is the register
@@ -50,7 +52,9 @@ pub struct AxiLiteWrite {
     w_hold: DFF<Bit>,
     w_data: DFF<Bits<32>>,
     w_strb: DFF<Bits<4>>,
+    /// A write took effect one and two cycles ago: its response is on its way.
     b_pending: DFF<Bit>,
+    b_pending2: DFF<Bit>,
     b_valid: DFF<Bit>,
     m0: Signal<Local, Bits<32>>,
     m1: Signal<Local, Bits<32>>,
@@ -61,7 +65,7 @@ pub struct AxiLiteWrite {
 impl Logic for AxiLiteWrite {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, aw_hold, aw_addr, w_hold, w_data, w_strb, b_pending, b_valid);
+        dff_setup!(self, clock, aw_hold, aw_addr, w_hold, w_data, w_strb, b_pending, b_pending2, b_valid);
         self.awready.next = !self.aw_hold.q.val();
         self.wready.next = !self.w_hold.q.val();
         self.bvalid.next = self.b_valid.q.val();
@@ -77,8 +81,11 @@ impl Logic for AxiLiteWrite {
         if self.b_valid.q.val() && self.bready.val() {
             self.b_valid.d.next = false;
         }
+        self.b_pending2.d.next = self.b_pending.q.val();
         if self.b_pending.q.val() {
             self.b_pending.d.next = false;
+        }
+        if self.b_pending2.q.val() {
             self.b_valid.d.next = true;
         }
         self.m0.next = 0.into();
@@ -100,8 +107,11 @@ impl Logic for AxiLiteWrite {
         self.mask.next = self.m0.val() | self.m1.val() | self.m2.val() | self.m3.val();
         self.addr.next = self.aw_addr.q.val();
         self.data.next = self.w_data.q.val();
-        self.fire.next =
-            self.aw_hold.q.val() && self.w_hold.q.val() && !self.b_pending.q.val() && !self.b_valid.q.val();
+        self.fire.next = self.aw_hold.q.val()
+            && self.w_hold.q.val()
+            && !self.b_pending.q.val()
+            && !self.b_pending2.q.val()
+            && !self.b_valid.q.val();
         if self.fire.val() {
             self.aw_hold.d.next = false;
             self.w_hold.d.next = false;
@@ -201,9 +211,9 @@ mod tests {
     /// held with its payload until the handshake, `bready` at random) writes 2,000
     /// words, the address and data channels running ahead of each other: every write
     /// fires exactly once, in order, with its address, data and strobes as a bit mask,
-    /// never while a response waits and never within two cycles of the last (the credit
-    /// port's words need them); every fire gets exactly one response, no earlier than
-    /// two cycles after it; none is lost.
+    /// never while a response waits and never within three cycles of the last (the credit
+    /// port's words and writes need them); every fire gets exactly one response, no
+    /// earlier than three cycles after it; none is lost.
     #[test]
     fn fires_each_write_once_in_order_and_answers_each_once() {
         let mut rng = ChaCha8Rng::seed_from_u64(41);
@@ -214,7 +224,7 @@ mod tests {
         let mask = |strb: u8| (0..4).filter(|i| strb >> i & 1 == 1).fold(0u64, |m, i| m | 0xff << (8 * i));
         let (mut aw, mut w, mut fired, mut answered) = (0, 0, 0, 0);
         let (mut aw_on, mut w_on) = (false, false);
-        let (mut last_fire, mut min_gap, mut fire_gaps_of_3) = (None::<usize>, usize::MAX, 0);
+        let (mut last_fire, mut min_gap, mut fire_gaps_of_4) = (None::<usize>, usize::MAX, 0);
         for cycle in 0..40_000 {
             if answered == writes.len() {
                 break;
@@ -232,7 +242,7 @@ mod tests {
                 assert!(!b.bvalid.val(), "write {fired} fired while a response waits");
                 if let Some(last) = last_fire {
                     min_gap = min_gap.min(cycle - last);
-                    fire_gaps_of_3 += usize::from(cycle - last == 3);
+                    fire_gaps_of_4 += usize::from(cycle - last == 4);
                 }
                 last_fire = Some(cycle);
                 let (addr, data, strb) = writes[fired];
@@ -243,7 +253,7 @@ mod tests {
             if b.bvalid.val() && b.bready.val() {
                 answered += 1;
                 assert!(answered <= fired, "a response without a write");
-                assert!(last_fire.is_some_and(|f| cycle >= f + 2), "write {answered} answered within two cycles");
+                assert!(last_fire.is_some_and(|f| cycle >= f + 3), "write {answered} answered within three cycles");
             }
             if aw_on && b.awready.val() {
                 aw += 1;
@@ -256,9 +266,9 @@ mod tests {
             tick(&mut b, |b, c| b.clock.next = c.into());
         }
         assert_eq!((fired, answered), (writes.len(), writes.len()), "writes fired and answered");
-        // Writes three cycles apart, the fastest the channels allow, happened.
-        assert_eq!(min_gap, 3, "the closest writes");
-        assert!(fire_gaps_of_3 > 20, "{fire_gaps_of_3} writes three cycles after the last");
+        // Writes four cycles apart, the fastest the channels allow, happened.
+        assert_eq!(min_gap, 4, "the closest writes");
+        assert!(fire_gaps_of_4 > 20, "{fire_gaps_of_4} writes four cycles after the last");
     }
 
     /// A master issuing 2,000 reads at random, the register file giving a random word

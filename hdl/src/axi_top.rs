@@ -8,7 +8,8 @@
 //!   registers, and credit-port accesses while a quantum runs (credit commands also in
 //!   the two cycles after: the credit banks answer the port's row two cycles after they
 //!   are given it) answer `SLVERR` and change nothing. One write and one read may be in
-//!   flight at a time; writes take effect at least three cycles apart.
+//!   flight at a time; writes take effect at least four cycles apart (see
+//!   [`crate::axi_lite`]).
 //! - `s_axis_*`: one beat per row of `P` demands, `tlast` on the row holding user
 //!   `N_USERS - 1`; a `tlast` elsewhere (or missing there) sets `STATUS.framing`.
 //! - `m_axis_*`: one beat per row of results (allocation and credits per lane), `tlast`

@@ -1,8 +1,13 @@
 //! One 32-bit RAM bank of a lane with its output register: the word at the address of
 //! cycle `t` comes out in cycle `t + 2` (a registered read, then the block RAM's own
-//! output register), written at the end of the cycle that asks for it. A word read in
-//! the cycle the write port writes the same address is undefined, as on the FPGA (no
-//! read-first logic).
+//! output register); a write given in cycle `t` is registered beside the block and
+//! lands at the end of `t + 1` ([`WRITE_LATENCY`]). A word read in the cycle a write
+//! lands on the same address is undefined, as on the FPGA (no read-first logic).
+//!
+//! Why the write is registered here: the block RAMs sit in fixed rows of the die, and
+//! the write enable, decided in the lane's logic, once went to one of them over a 5.5 ns
+//! wire (the engine's critical path at 8ea4eee: hdl/SYNTHESIS.md). From registers of its
+//! own the block's write pins are a wire from a flip-flop the placer puts beside it.
 //!
 //! Why the output register is the RAM's own: on an ECP5, a DP16KD block RAM drives its
 //! outputs 5.6 ns after the clock without it (nextpnr's model, speed grade 6), and with
@@ -26,6 +31,10 @@ use rust_hdl::prelude::*;
 /// register.
 pub const READ_LATENCY: usize = 2;
 
+/// Cycles from a write given to the end of the cycle in which it lands: given in `t`,
+/// registered at the end of `t`, written at the end of `t + 1`.
+pub const WRITE_LATENCY: usize = 2;
+
 /// Rows of a DP16KD in its 36-bit form (18 kbit / 36): the deepest bank that maps to
 /// one block RAM with its output register.
 pub const EBR_ROWS: usize = 512;
@@ -43,27 +52,34 @@ pub struct Bank<const A: usize> {
     pub write_address: Signal<In, Bits<A>>,
     /// The word written.
     pub write_data: Signal<In, Bits<32>>,
-    /// Write `write_data` at the end of this cycle.
+    /// Write `write_data` at `write_address` (registered, landing at the end of the
+    /// next cycle).
     pub write_enable: Signal<In, Bit>,
     _words: Vec<u32>,
     _latched: u32,
+    /// The write registered at the last edge: (enable, row, word).
+    _pending: (bool, usize, u32),
 }
 
 impl<const A: usize> Logic for Bank<A> {
     fn update(&mut self) {
         // Once per rising edge (RustHDL's `pos_edge` holds for one update): the output
         // register takes the word read at the last edge, the read latches the word at
-        // the address now, and then the write lands (a read of the row written is the
-        // old word here; the FPGA's is undefined, and the Verilator test poisons it).
+        // the address now, then the write registered at the last edge lands (a read of
+        // the row it lands on is the old word here; the FPGA's is undefined, and the
+        // Verilator test poisons it) and the write given now is registered.
         if self.clock.pos_edge() {
             if self._words.len() != 1 << A {
                 self._words = vec![0; 1 << A];
             }
             self.read_data.next = u64::from(self._latched).into();
             self._latched = self._words[self.read_address.val().index()];
-            if self.write_enable.val() {
-                self._words[self.write_address.val().index()] = self.write_data.val().to_u64() as u32;
+            let (enable, row, word) = self._pending;
+            if enable {
+                self._words[row] = word;
             }
+            self._pending =
+                (self.write_enable.val(), self.write_address.val().index(), self.write_data.val().to_u64() as u32);
         }
     }
 
@@ -81,6 +97,19 @@ impl<const A: usize> Logic for Bank<A> {
 /// `write_enable`), `a` address bits.
 fn bank_verilog(a: usize) -> String {
     let rows = 1usize << a;
+    // The write, registered beside the block in both forms.
+    let write_registers = format!(
+        "reg [{top}:0] write_row_r;
+reg [31:0] write_word_r;
+reg write_r;
+always @(posedge clock) begin
+   write_row_r <= write_address;
+   write_word_r <= write_data;
+   write_r <= write_enable;
+end
+",
+        top = a - 1
+    );
     let inferred = format!(
         "reg [31:0] mem [0:{last}];
 reg [31:0] latched;
@@ -91,15 +120,15 @@ always @(posedge clock) begin
    out_reg <= latched;
 end
 always @(posedge clock) begin
-   if (write_enable) begin
-      mem[write_address] <= write_data;
+   if (write_r) begin
+      mem[write_row_r] <= write_word_r;
    end
 end
 ",
         last = rows - 1
     );
     if rows > EBR_ROWS {
-        return inferred;
+        return format!("{write_registers}{inferred}");
     }
     // The 36-bit form: the write port is A (the write enable on all four byte enables
     // ADA0..3, the row on ADA5..13, the port itself always enabled), the read port is B
@@ -123,7 +152,7 @@ end
         pins.push(format!(".CSB{cs}(1'b0)"));
     }
     for bit in 0..4 {
-        pins.push(format!(".ADA{bit}(write_enable)"));
+        pins.push(format!(".ADA{bit}(write_r)"));
     }
     pins.push(".ADA4(1'b0)".into());
     for bit in 0..5 {
@@ -132,7 +161,7 @@ end
     for bit in 5..14 {
         let row_bit = bit - 5;
         let (wa, ra) = if row_bit < a {
-            (format!("write_address[{row_bit}]"), format!("read_address[{row_bit}]"))
+            (format!("write_row_r[{row_bit}]"), format!("read_address[{row_bit}]"))
         } else {
             ("1'b0".to_string(), "1'b0".to_string())
         };
@@ -146,8 +175,8 @@ end
         pins.push(format!(".DOB{bit}(word_out[{}])", bit + 18));
     }
     format!(
-        "`ifdef FAIRSHARE_ECP5
-wire [35:0] word_in = {{4'b0, write_data}};
+        "{write_registers}`ifdef FAIRSHARE_ECP5
+wire [35:0] word_in = {{4'b0, write_word_r}};
 wire [35:0] word_out;
 assign read_data = word_out[31:0];
 DP16KD #(
@@ -174,8 +203,9 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     /// Random reads and writes against an array: every word read comes out two cycles
-    /// after its address, the word written before that read (a read of the row written
-    /// in the same cycle is not compared: undefined on the FPGA).
+    /// after its address, and each write lands at the end of the cycle after the one
+    /// that gives it (a read of the row a write lands on in the same cycle is not
+    /// compared: undefined on the FPGA).
     #[test]
     fn a_word_comes_out_two_cycles_after_its_address() {
         const A: usize = 3;
@@ -186,6 +216,8 @@ mod tests {
         // The reads of the last two cycles (None: not compared).
         let mut in_flight: [Option<(usize, u32)>; 2] = [None, None];
         let mut compared = 0;
+        // The write given in the last cycle, landing at the next edge.
+        let mut landing: Option<(usize, u32)> = None;
         for cycle in 0..4_000 {
             let (read, write, word, enable) =
                 (rng.gen_range(0..1 << A), rng.gen_range(0..1 << A), rng.gen::<u32>(), rng.gen_bool(0.4));
@@ -199,14 +231,15 @@ mod tests {
                 compared += 1;
             }
             in_flight[1] = in_flight[0];
-            in_flight[0] = (!(enable && write == read)).then_some((read, mem[read]));
+            in_flight[0] = (landing.map(|(row, _)| row) != Some(read)).then_some((read, mem[read]));
             b.clock.next = true.into();
             assert!(simulate(&mut b, 100));
             b.clock.next = false.into();
             assert!(simulate(&mut b, 100));
-            if enable {
-                mem[write] = word;
+            if let Some((row, w)) = landing {
+                mem[row] = w;
             }
+            landing = enable.then_some((write, word));
         }
         assert!(compared > 3_000, "{compared} reads compared");
     }
@@ -217,13 +250,13 @@ mod tests {
     #[test]
     fn a_bank_that_fits_one_block_ram_has_the_dp16kd_form() {
         let v = bank_verilog(7);
-        assert!(v.starts_with("`ifdef FAIRSHARE_ECP5"), "{v}");
+        assert!(v.contains("write_r <= write_enable;") && v.contains("`ifdef FAIRSHARE_ECP5"), "{v}");
         for pin in [
             ".REGMODE_A(\"OUTREG\")",
             ".REGMODE_B(\"OUTREG\")",
             ".CEA(1'b1)",
-            ".ADA3(write_enable)",
-            ".ADA11(write_address[6])",
+            ".ADA3(write_r)",
+            ".ADA11(write_row_r[6])",
             ".ADB11(read_address[6])",
             ".ADB12(1'b0)",
             ".DOB13(word_out[31])",
@@ -232,6 +265,11 @@ mod tests {
         }
         assert!(v.contains("latched <= mem[read_address];"));
         let deep = bank_verilog(10);
-        assert!(!deep.contains("DP16KD") && deep.contains("latched <= mem[read_address];"), "{deep}");
+        assert!(
+            !deep.contains("DP16KD")
+                && deep.contains("latched <= mem[read_address];")
+                && deep.contains("mem[write_row_r] <= write_word_r;"),
+            "{deep}"
+        );
     }
 }

@@ -120,14 +120,15 @@ pub struct Engine<const P: usize, const A: usize> {
     pub out_credit: [Signal<Out, Bits<32>>; P],
     /// Credit port (idle only): row to read or write.
     pub credit_row: Signal<In, Bits<A>>,
-    /// Credit port: write `credit_wdata` to the row.
+    /// Credit port: write `credit_wdata` to the row (registered beside the credit bank,
+    /// it lands at the end of the next cycle: [`crate::bank::WRITE_LATENCY`]).
     pub credit_write: Signal<In, Bit>,
     /// Credit port: balances to write.
     pub credit_wdata: [Signal<In, Bits<32>>; P],
     /// Credit port: balances of the row (two cycles after `credit_row`, the credit
-    /// bank's registered read and its output register). A row given in the cycle that
-    /// writes it reads undefined words on an FPGA, where the banks have no read-first
-    /// logic: give it a cycle after the write.
+    /// bank's registered read and its output register). A row given in the cycle a write
+    /// lands on it (the cycle after `credit_write`) reads undefined words on an FPGA,
+    /// where the banks have no read-first logic: give it two cycles after the write.
     pub credit_rdata: [Signal<Out, Bits<32>>; P],
     /// A quantum is in progress: from the cycle after `start` to the cycle after its
     /// last result is taken (two cycles for a quantum refused for its settings).

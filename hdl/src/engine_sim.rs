@@ -195,6 +195,11 @@ impl<const P: usize, const A: usize> EngineSim<P, A> {
         self.tick();
         self.uut.credit_write.next = false;
         self.settle_inputs();
+        // The write lands at the end of the next cycle; a read of its row given then
+        // would be undefined.
+        for _ in 1..crate::bank::WRITE_LATENCY {
+            self.tick();
+        }
     }
 
     /// Reads the balances of row `row` through the credit port.

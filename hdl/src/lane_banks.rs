@@ -149,8 +149,9 @@ mod tests {
     /// The banks against seven arrays: random reads and writes at random rows (the
     /// result banks read at a row of their own), busy or not (the credit bank then
     /// follows the port); the kind one cycle after its row, every other word two cycles
-    /// after; a row read in the cycle it is written is not compared (undefined on an
-    /// FPGA).
+    /// after; a 32-bit bank's write lands at the end of the cycle after the one that
+    /// gives it, the kind bank's at the end of that cycle; a row read in the cycle a
+    /// write lands on it is not compared (undefined on an FPGA).
     #[test]
     fn reads_what_was_written_and_gives_the_credit_bank_to_the_port_while_idle() {
         const A: usize = 3;
@@ -165,6 +166,8 @@ mod tests {
         type Reads = (Option<u64>, Option<[u64; 4]>, Option<[u64; 2]>);
         let mut in_flight: [Reads; 2] = [(None, None, None), (None, None, None)];
         let (mut compared, mut kinds, mut port, mut results) = (0, 0, 0, 0);
+        // Writes to the 32-bit banks given in the last cycle: (bank, row, word).
+        let mut landing: Vec<(usize, usize, u64)> = Vec::new();
         for cycle in 0..5_000 {
             let busy = rng.gen_bool(0.5);
             let (row, write_row, port_row, result_row) = (
@@ -225,28 +228,38 @@ mod tests {
             b.clock.next = false.into();
             assert!(simulate(&mut b, 100));
             let (credit_write_row, credit_written) = if busy { (write_row, credit) } else { (port_row, port_write) };
-            // A row written in the cycle it was read is not compared.
-            let clash = (run || base) && write_row == row || credit_written && credit_write_row == credit_row;
+            // The words read at this edge: a row that a write lands on at this edge (the
+            // kind bank's write of this cycle, a 32-bit bank's of the cycle before) is
+            // not compared.
+            let lands = |bank: usize, r: usize| landing.iter().any(|&(b, row, _)| b == bank && row == r);
+            let clash = lands(0, row) || lands(3, row) || lands(4, credit_row);
             in_flight[1] = in_flight[0];
             in_flight[0] = (
                 (!(run && write_row == row)).then_some(mem[2][row]),
                 (!clash).then_some([mem[0][row], mem[1][row], mem[3][row], mem[4][credit_row]]),
-                (!(result && write_row == result_row)).then_some([mem[5][result_row], mem[6][result_row]]),
+                (!lands(5, result_row)).then_some([mem[5][result_row], mem[6][result_row]]),
             );
-            if result {
-                mem[5][write_row] = words[5];
-                mem[6][write_row] = words[6];
+            for &(bank, r, word) in &landing {
+                mem[bank][r] = word;
             }
+            landing.clear();
             if run {
-                mem[0][write_row] = words[0];
-                mem[1][write_row] = words[1];
                 mem[2][write_row] = words[2];
             }
+            // The 32-bit banks register the write and land it at the next edge.
+            if result {
+                landing.push((5, write_row, words[5]));
+                landing.push((6, write_row, words[6]));
+            }
+            if run {
+                landing.push((0, write_row, words[0]));
+                landing.push((1, write_row, words[1]));
+            }
             if base {
-                mem[3][write_row] = words[3];
+                landing.push((3, write_row, words[3]));
             }
             if credit_written {
-                mem[4][credit_write_row] = if busy { words[4] } else { port_credit };
+                landing.push((4, credit_write_row, if busy { words[4] } else { port_credit }));
                 port += usize::from(!busy);
             }
         }
