@@ -97,11 +97,12 @@ impl<const A: usize> Logic for Bank<A> {
 /// `write_enable`), `a` address bits.
 fn bank_verilog(a: usize) -> String {
     let rows = 1usize << a;
-    // The write, registered beside the block in both forms.
+    // The write, registered beside the block in both forms; no write pending at power-up
+    // (the design has no reset: its flip-flops start from their initial values).
     let write_registers = format!(
-        "reg [{top}:0] write_row_r;
-reg [31:0] write_word_r;
-reg write_r;
+        "reg [{top}:0] write_row_r = 0;
+reg [31:0] write_word_r = 0;
+reg write_r = 1'b0;
 always @(posedge clock) begin
    write_row_r <= write_address;
    write_word_r <= write_data;
@@ -251,6 +252,8 @@ mod tests {
     fn a_bank_that_fits_one_block_ram_has_the_dp16kd_form() {
         let v = bank_verilog(7);
         assert!(v.contains("write_r <= write_enable;") && v.contains("`ifdef FAIRSHARE_ECP5"), "{v}");
+        // No write lands at power-up.
+        assert!(v.contains("reg write_r = 1'b0;"), "{v}");
         for pin in [
             ".REGMODE_A(\"OUTREG\")",
             ".REGMODE_B(\"OUTREG\")",
