@@ -187,18 +187,27 @@ fn etcd_stopped_for_10_s_commits_nothing_and_loses_no_quantum() {
     assert!(metric(&text, "fairshare_etcd_errors_total") >= 1.0, "{text}");
     assert!(metric(&text, "fairshare_leader_changes_total") >= 1.0, "{text}");
     assert!(metric(&text, "fairshare_commit_duration_seconds_count") >= 10.0, "{text}");
-    // The leader's quantum equals etcd's, read between two equal readings of the leader's.
-    let mut compared = false;
+    // The leader's quantum against etcd's, read between two equal readings of etcd's. The
+    // leader commits a quantum to etcd before it shows it, so it may show the one before
+    // for a moment; it never shows one etcd does not hold (that would be published
+    // without a commit) nor lags by more (a quantum lost), and most readings are equal.
+    let mut equal = false;
     for _ in 0..100 {
-        let before = status(&r)["quantum"].as_u64().unwrap();
         let stored = etcd.value("/fairshare/outage/quantum").unwrap();
-        if status(&r)["quantum"].as_u64().unwrap() == before {
-            assert_eq!(stored, format!("{before:020}"), "the leader shows quantum {before}, etcd holds {stored}");
-            compared = true;
-            break;
+        let shown = status(&r)["quantum"].as_u64().unwrap();
+        if etcd.value("/fairshare/outage/quantum").unwrap() == stored {
+            let held: u64 = stored.parse().unwrap();
+            assert!(
+                shown == held || shown + 1 == held,
+                "the leader shows quantum {shown}, etcd holds {stored} before and after"
+            );
+            if shown == held {
+                equal = true;
+                break;
+            }
         }
     }
-    assert!(compared, "no two equal readings of the leader's quantum in 100 tries");
+    assert!(equal, "the leader never showed the quantum etcd held, in 100 tries");
 }
 
 /// Demands of 200 quanta (pseudo-random, fixed), the leader killed with kill -9 at 20
