@@ -29,11 +29,6 @@ impl Drop for Etcd {
     }
 }
 
-/// A free loopback port (bound, then released for the process that takes it).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
-}
-
 impl Etcd {
     /// Starts a one-member etcd and waits (at most 20 s) until it is healthy.
     ///
@@ -50,7 +45,15 @@ impl Etcd {
     /// As [`Etcd::start`].
     pub fn cluster(n: usize) -> Etcd {
         let dir = tempfile::tempdir().expect("a temporary folder");
-        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        // Distinct ports: every listener is held until all are chosen (one released
+        // before the next is bound can come back again, and two members then fight for
+        // it: a CI run saw "bind: address already in use").
+        let held: Vec<TcpListener> = (0..2 * n).filter_map(|_| TcpListener::bind("127.0.0.1:0").ok()).collect();
+        let chosen: Vec<u16> = held.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.port()).collect();
+        drop(held);
+        let ports: Vec<(u16, u16)> = (0..n)
+            .map(|i| (chosen.get(2 * i).copied().unwrap_or(0), chosen.get(2 * i + 1).copied().unwrap_or(0)))
+            .collect();
         let peers: Vec<String> =
             ports.iter().enumerate().map(|(i, (_, p))| format!("m{i}=http://127.0.0.1:{p}")).collect();
         let urls: Vec<String> = ports.iter().map(|(c, _)| format!("http://127.0.0.1:{c}")).collect();
