@@ -86,6 +86,7 @@ impl Hosts {
         if !common::root() {
             return Err("not root".into());
         }
+        common::remove_stale_namespaces();
         let pid = std::process::id();
         let sink = format!("fsk-{pid}");
         if !ip(&["netns", "add", &sink]) {

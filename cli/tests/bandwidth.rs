@@ -779,3 +779,36 @@ fn the_htb_tree_is_owned_replaced_when_stale_and_removed_on_exit() {
     assert!(!qdisc(&lab).contains("fa17"), "the tree is removed on exit: {}", qdisc(&lab));
     drop(first);
 }
+
+/// A lab removes the namespaces a killed run left (its `Drop` never ran: a CI timeout,
+/// kill -9), named for a process that is gone, and leaves those of a live process.
+#[test]
+fn a_new_lab_removes_the_namespaces_of_a_killed_run() {
+    let _one = one_at_a_time();
+    // A process that has exited: its PID names the stale namespace.
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let (stale, live) = (format!("fsa-killed-{}", gone.id()), format!("fsb-killed-{}", std::process::id()));
+    let add = |ns: &str| Command::new("ip").args(["netns", "add", ns]).status().is_ok_and(|s| s.success());
+    let del = |ns: &str| {
+        let _ = Command::new("ip").args(["netns", "del", ns]).stderr(Stdio::null()).status();
+    };
+    if !(add(&stale) && add(&live)) {
+        del(&stale);
+        del(&live);
+        eprintln!("bandwidth: skipped: cannot make network namespaces here");
+        return;
+    }
+    let made = lab("sweep").is_some();
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(String::from)
+        .collect();
+    del(&stale);
+    del(&live);
+    assert!(made, "the lab could not be made beside the stale namespaces");
+    assert!(!names.contains(&stale), "{stale} (of a process that is gone) is still there: {names:?}");
+    assert!(names.contains(&live), "{live} (of this live process) was removed: {names:?}");
+}

@@ -260,6 +260,25 @@ pub fn root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
 }
 
+/// Removes the network namespaces the tests name for their process (`fsa-TAG-PID`,
+/// `fsb-TAG-PID`, `fsk-PID`, `fshN-PID`) whose process is gone. Each test's lab removes
+/// its own when dropped, also on panic, but not when the process is killed (a CI
+/// timeout, kill -9): the next lab cleans up after it. Namespaces of live processes
+/// and any other names are left alone.
+pub fn remove_stale_namespaces() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else { return };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some(name) = line.split_whitespace().next() else { continue };
+        if !["fsa-", "fsb-", "fsk-", "fsh"].iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let owner = name.rsplit('-').next().and_then(|pid| pid.parse::<u32>().ok());
+        if owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = Command::new("ip").args(["netns", "del", name]).stderr(Stdio::null()).status();
+        }
+    }
+}
+
 /// The Karma paper's worked example (Figure 2): demands per quantum of A, B, C.
 pub const FIGURE2: [[u64; 3]; 5] = [[3, 2, 1], [3, 0, 0], [0, 3, 0], [2, 2, 4], [2, 3, 5]];
 

@@ -61,6 +61,7 @@ impl Lab {
         if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
             return Err("not root".into());
         }
+        crate::common::remove_stale_namespaces();
         let (a, b) = (format!("fsa-{tag}-{}", std::process::id()), format!("fsb-{tag}-{}", std::process::id()));
         if !ip(&["netns", "add", &a]) {
             return Err("`ip netns add` failed".into());
