@@ -48,12 +48,12 @@ impl Etcd {
         // Distinct ports: every listener is held until all are chosen (one released
         // before the next is bound can come back again, and two members then fight for
         // it: a CI run saw "bind: address already in use").
-        let held: Vec<TcpListener> = (0..2 * n).filter_map(|_| TcpListener::bind("127.0.0.1:0").ok()).collect();
-        let chosen: Vec<u16> = held.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.port()).collect();
+        let held: Vec<TcpListener> =
+            (0..2 * n).map(|_| TcpListener::bind("127.0.0.1:0").expect("a free loopback port")).collect();
+        let chosen: Vec<u16> =
+            held.iter().map(|l| l.local_addr().expect("a bound listener's address").port()).collect();
         drop(held);
-        let ports: Vec<(u16, u16)> = (0..n)
-            .map(|i| (chosen.get(2 * i).copied().unwrap_or(0), chosen.get(2 * i + 1).copied().unwrap_or(0)))
-            .collect();
+        let ports: Vec<(u16, u16)> = chosen.chunks(2).map(|p| (p[0], p[1])).collect();
         let peers: Vec<String> =
             ports.iter().enumerate().map(|(i, (_, p))| format!("m{i}=http://127.0.0.1:{p}")).collect();
         let urls: Vec<String> = ports.iter().map(|(c, _)| format!("http://127.0.0.1:{c}")).collect();
