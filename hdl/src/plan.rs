@@ -44,9 +44,9 @@ pub struct Plan {
     pub total_b: Signal<Out, Bits<32>>,
     /// The pool is too large (after step 1).
     pub refused: Signal<Out, Bit>,
-    /// Slices search A selects (after step 3; `mode` and `capacity` held from step 1).
+    /// Slices search A selects (registered in step 3, from `mode` and `capacity` then).
     pub target_a: Signal<Out, Bits<32>>,
-    /// Slices search B selects (after step 3; `mode` and `capacity` held from step 1).
+    /// Slices search B selects (registered in step 3, from `mode` and `capacity` then).
     pub target_b: Signal<Out, Bits<32>>,
     total_a_r: DFF<Bits<32>>,
     total_b_r: DFF<Bits<32>>,

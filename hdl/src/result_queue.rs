@@ -12,8 +12,8 @@
 //! registered one-hot enable) at the end of it, and can be taken from `t + 4`: four rows are on their way
 //! when the stream takes one per cycle, so five entries never make the reads wait.
 //! The banks' read address and the entries move on enables that are flip-flops; the
-//! decision to read is logic on flip-flops only (the next row against the copy of `written`, the
-//! rows held against DEPTH); `ready` takes the head (the read pointer, the counts),
+//! decision to read is logic on flip-flops only (the next row against the copy of
+//! `written`, the rows held against DEPTH); `ready` takes the head (the read pointer, the counts),
 //! reaches the decision only through the flip-flop `held` and no bank address at all
 //! (`valid`, `alloc` and `credit` are flip-flops through a five-way multiplexer). A result held while `ready` is low does not change.
 //!
