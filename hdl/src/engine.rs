@@ -58,12 +58,13 @@ pub use fairshare_abi::status as error_code;
 ///   [`crate::search::COUNT_LATENCY`]), the narrowing, the next probes and the check;
 /// - `3 + R + FINAL_LATENCY`: FINAL, whose results go out a row per cycle behind its
 ///   writes ([`crate::result_queue`]);
-/// - `LATENCY + 2`: the last row through the result queue
-///   ([`crate::result_queue::LATENCY`]), the cycle in which the sequencer learns it was
-///   taken (from a flip-flop of lane 0's queue) and the cycle that closes the quantum
-///   (the lanes' copies of `busy` fall with it).
+/// - `LATENCY + D + 1`: the last row through the result queue
+///   ([`crate::result_queue::LATENCY`]), the cycles until the sequencer learns it was
+///   taken (`D` = [`crate::result_queue::LAST_TAKEN_DELAY`], two flip-flops of lane 0's
+///   queue) and the cycle that closes the quantum (the lanes' copies of `busy` fall
+///   with it).
 ///
-/// With the constants of this build: `2R + p + 47 + k (R + p + 15)`.
+/// With the constants of this build: `2R + p + 48 + k (R + p + 15)`.
 pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let r = n.div_ceil(p);
     let reduce = p + crate::reduce::LATENCY;
@@ -71,7 +72,7 @@ pub fn cycles(n: usize, p: usize, k: usize) -> usize {
     let first = 4 + 1 + PROBE_LATENCY;
     let passes = k * (r + SEARCH_LATENCY + reduce + crate::search::COUNT_LATENCY + 2 + PROBE_LATENCY);
     let fin = 3 + r + FINAL_LATENCY;
-    load + first + passes + fin + crate::result_queue::LATENCY + 2
+    load + first + passes + fin + crate::result_queue::LATENCY + crate::result_queue::LAST_TAKEN_DELAY + 1
 }
 
 /// The reciprocal that divides a user count below 2^16 by `p` (the quantum's last

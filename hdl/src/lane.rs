@@ -176,7 +176,8 @@ pub struct EngineLane<const A: usize> {
     pub at_b: Signal<Out, Bit>,
     /// A result row is at the head of the queue (see [`ResultQueue`]).
     pub result_valid: Signal<Out, Bit>,
-    /// The last row was taken in the cycle before (a flip-flop).
+    /// The last row was taken [`crate::result_queue::LAST_TAKEN_DELAY`] cycles before
+    /// (a flip-flop).
     pub result_last_taken: Signal<Out, Bit>,
     /// The head's allocation.
     pub result_alloc: Signal<Out, Bits<32>>,
@@ -917,14 +918,19 @@ mod tests {
             // The result queue has read what FINAL wrote and holds it; the stream takes
             // the rows at random from here.
             let mut out = Vec::new();
+            let mut after_last = 0;
             for _ in 0..20 * ROWS {
                 if out.len() == ROWS {
-                    break;
+                    after_last += 1;
+                    if after_last == crate::result_queue::LAST_TAKEN_DELAY {
+                        break;
+                    }
                 }
                 let ready = rng.gen_bool(0.7);
                 l.out_ready.next = ready;
                 assert!(simulate(&mut l, 1_000));
-                // Flagged only in the cycle after the last row is taken (the loop ends then).
+                // Flagged only LAST_TAKEN_DELAY cycles after the last row is taken (the
+                // loop ends then).
                 assert!(!l.result_last_taken.val(), "quantum {quantum}: the last row flagged after {} rows", out.len());
                 if ready && l.result_valid.val() {
                     out.push((l.result_alloc.val().to_u64(), l.result_credit.val().to_u64()));

@@ -18,9 +18,11 @@
 //! (`valid`, `alloc` and `credit` are flip-flops through a five-way multiplexer). A result held while `ready` is low does not change.
 //!
 //! Every lane runs its own copy (they are all in step), so that nothing the reads
-//! depend on crosses the die. The engine's sequencer learns that the last row was taken
-//! from lane 0's registered `last_taken`, a cycle later. Owns the order of the results;
-//! depends on nothing.
+//! depend on crosses the die. The entry a row takes is counted when the row leaves the
+//! banks (rows arrive in the order decided), beside the entries, so the decision drives
+//! no entry pointer. The engine's sequencer learns that the last row was taken from lane
+//! 0's `last_taken`, registered twice ([`LAST_TAKEN_DELAY`]). Owns the order of the
+//! results; depends on nothing.
 
 use rust_hdl::prelude::*;
 
@@ -32,6 +34,11 @@ pub const DEPTH: usize = 5;
 /// `written`, decided, read, latched by the bank, out of its output register, in its
 /// entry.
 pub const LATENCY: usize = 6;
+
+/// Cycles from the cycle the quantum's last row is taken to the cycle `last_taken` is
+/// high: a flip-flop beside the head, and one more on the way to the sequencer (so
+/// that the head's multiplexer and the sequencer need not sit together).
+pub const LAST_TAKEN_DELAY: usize = 2;
 
 /// One lane's queue of result rows; `A` address bits of the result banks.
 #[derive(LogicBlock)]
@@ -60,7 +67,7 @@ pub struct ResultQueue<const A: usize> {
     pub alloc: Signal<Out, Bits<32>>,
     /// The head's balance.
     pub credit: Signal<Out, Bits<32>>,
-    /// The last row was taken in the cycle before (a flip-flop).
+    /// The last row was taken [`LAST_TAKEN_DELAY`] cycles before (a flip-flop).
     pub last_taken: Signal<Out, Bit>,
     /// `written` a cycle late, beside the decision.
     written_r: DFF<Bits<A>>,
@@ -70,12 +77,10 @@ pub struct ResultQueue<const A: usize> {
     /// Every row of the quantum has been decided on.
     read_all: DFF<Bit>,
     /// A row decided on in the last cycle is read now (the read address's enable), and
-    /// the entry it will take and whether it is the last, along the way to its entry.
+    /// whether it is the last, along the way to its entry.
     reading: DFF<Bit>,
-    reading_slot: DFF<Bits<3>>,
     reading_last: DFF<Bit>,
     leaving: DFF<Bit>,
-    leaving_slot: DFF<Bits<3>>,
     leaving_last: DFF<Bit>,
     /// The row out of the banks' output registers, with its entry's enable.
     arriving: DFF<Bit>,
@@ -83,13 +88,14 @@ pub struct ResultQueue<const A: usize> {
     enable: [DFF<Bit>; DEPTH],
     /// Rows decided on and not yet taken.
     held: DFF<Bits<3>>,
-    /// The entry the next decided row will take.
+    /// The entry the next arriving row will take (rows arrive in the order decided).
     fill_at: DFF<Bits<3>>,
     /// Rows in the entries.
     count: DFF<Bits<3>>,
     nonempty: DFF<Bit>,
     read_at: DFF<Bits<3>>,
     taken_last: DFF<Bit>,
+    taken_last_r: DFF<Bit>,
     alloc_q: [DFF<Bits<32>>; DEPTH],
     credit_q: [DFF<Bits<32>>; DEPTH],
     last_q: [DFF<Bit>; DEPTH],
@@ -123,10 +129,8 @@ impl<const A: usize> Default for ResultQueue<A> {
             next_row: Default::default(),
             read_all: Default::default(),
             reading: Default::default(),
-            reading_slot: Default::default(),
             reading_last: Default::default(),
             leaving: Default::default(),
-            leaving_slot: Default::default(),
             leaving_last: Default::default(),
             arriving: Default::default(),
             arriving_last: Default::default(),
@@ -137,6 +141,7 @@ impl<const A: usize> Default for ResultQueue<A> {
             nonempty: Default::default(),
             read_at: Default::default(),
             taken_last: Default::default(),
+            taken_last_r: Default::default(),
             alloc_q: array_init::array_init(|_| Default::default()),
             credit_q: array_init::array_init(|_| Default::default()),
             last_q: array_init::array_init(|_| Default::default()),
@@ -162,10 +167,8 @@ impl<const A: usize> Logic for ResultQueue<A> {
             next_row,
             read_all,
             reading,
-            reading_slot,
             reading_last,
             leaving,
-            leaving_slot,
             leaving_last,
             arriving,
             arriving_last,
@@ -174,7 +177,8 @@ impl<const A: usize> Logic for ResultQueue<A> {
             count,
             nonempty,
             read_at,
-            taken_last
+            taken_last,
+            taken_last_r
         );
         for k in 0..DEPTH {
             self.alloc_q[k].clock.next = self.clock.val();
@@ -198,10 +202,6 @@ impl<const A: usize> Logic for ResultQueue<A> {
             if self.ask_row.q.val() == self.last_row.val() {
                 self.read_all.d.next = true;
             }
-            self.fill_at.d.next = self.fill_at.q.val() + 1;
-            if self.fill_at.q.val() == self.last_slot.val() {
-                self.fill_at.d.next = 0.into();
-            }
         }
         if self.fetch.val() & !self.take.val() {
             self.held.d.next = self.held.q.val() + 1;
@@ -212,7 +212,6 @@ impl<const A: usize> Logic for ResultQueue<A> {
         // The row decided on is read in the next cycle: the banks read `next_row` at the
         // end of every cycle, and it moves on a registered enable.
         self.reading.d.next = self.fetch.val();
-        self.reading_slot.d.next = self.fill_at.q.val();
         self.reading_last.d.next = self.ask_row.q.val() == self.last_row.val();
         self.row.next = self.next_row.q.val();
         if self.reading.q.val() {
@@ -220,12 +219,19 @@ impl<const A: usize> Logic for ResultQueue<A> {
         }
         // Latched by the bank, then out of its output register with its entry's enable.
         self.leaving.d.next = self.reading.q.val();
-        self.leaving_slot.d.next = self.reading_slot.q.val();
         self.leaving_last.d.next = self.reading_last.q.val();
         self.arriving.d.next = self.leaving.q.val();
         self.arriving_last.d.next = self.leaving_last.q.val();
+        // The k-th row decided is the k-th to leave the banks: its entry is counted here,
+        // beside the entries, and not from the decision.
+        if self.leaving.q.val() {
+            self.fill_at.d.next = self.fill_at.q.val() + 1;
+            if self.fill_at.q.val() == self.last_slot.val() {
+                self.fill_at.d.next = 0.into();
+            }
+        }
         for k in 0..DEPTH {
-            self.enable[k].d.next = self.leaving.q.val() & (self.leaving_slot.q.val() == self.slot[k].val());
+            self.enable[k].d.next = self.leaving.q.val() & (self.fill_at.q.val() == self.slot[k].val());
             if self.enable[k].q.val() {
                 self.alloc_q[k].d.next = self.alloc_in.val();
                 self.credit_q[k].d.next = self.credit_in.val();
@@ -278,7 +284,8 @@ impl<const A: usize> Logic for ResultQueue<A> {
             }
         }
         self.taken_last.d.next = self.take.val() & self.head_last.val();
-        self.last_taken.next = self.taken_last.q.val();
+        self.taken_last_r.d.next = self.taken_last.q.val();
+        self.last_taken.next = self.taken_last_r.q.val();
     }
 }
 
@@ -301,7 +308,7 @@ mod tests {
     /// gaps), the stream taking at random: every quantum's rows come out once, in order,
     /// with the words written (a read of a row not yet written returns a poisoned word,
     /// so reading ahead of FINAL fails), a head held still (and valid) while `ready` is
-    /// low, `last_taken` in the cycle after the last row is taken and never else, a
+    /// low, `last_taken` [`LAST_TAKEN_DELAY`] cycles after the last row is taken and never else, a
     /// restart with `on` high or low and the write counter at any value, as the engine
     /// gives them;
     /// with FINAL writing a row per cycle and the stream always ready, a row leaves in
@@ -378,9 +385,15 @@ mod tests {
                 assert_eq!(out_cycles, (LATENCY..LATENCY + rows).collect::<Vec<_>>(), "quantum {quantum}");
                 full_speed += 1;
             }
-            // The cycle after the last row was taken says so, once; nothing more comes out.
-            assert!(q.last_taken.val(), "quantum {quantum}: last_taken a cycle after the last row");
+            // LAST_TAKEN_DELAY cycles after the last row was taken, `last_taken` says so,
+            // once, and not before; nothing more comes out.
             q.ready.next = true;
+            for _ in 1..LAST_TAKEN_DELAY {
+                assert!(!q.last_taken.val(), "quantum {quantum}: last_taken early");
+                tick(&mut q);
+                assert!(!q.valid.val(), "quantum {quantum}: a row after the last");
+            }
+            assert!(q.last_taken.val(), "quantum {quantum}: last_taken {LAST_TAKEN_DELAY} cycles after the last row");
             for _ in 0..4 {
                 tick(&mut q);
                 assert!(!q.valid.val(), "quantum {quantum}: a row after the last");

@@ -56,7 +56,8 @@ pub struct SearchUnit {
     /// later, from registered comparisons) no search when the target is 0 or all.
     /// Registered first, beside the interval (the sequencer that sends it sits apart, and
     /// the wire from it was once the critical path: docs/engine.md). `target` is loaded at
-    /// least one cycle before, `first`, `beyond` and `total` are held.
+    /// least one cycle before; `first`, `beyond` and `total` are read in the cycle of
+    /// `init` (and `total` in the one after).
     pub init: Signal<In, Bit>,
     /// The lowest key (no key lies below it).
     pub first: Signal<In, Bits<32>>,
@@ -97,6 +98,10 @@ pub struct SearchUnit {
     /// 0, all keys.
     init_r: DFF<Bit>,
     init_d: DFF<Bit>,
+    /// `first` and `beyond` of the cycle of `init`, registered beside the interval (the
+    /// accumulators that find them sit apart).
+    first_r: DFF<Bits<32>>,
+    beyond_r: DFF<Bits<32>>,
     target_zero: DFF<Bit>,
     target_all: DFF<Bit>,
     below: [DFF<Bit>; PROBES],
@@ -167,6 +172,8 @@ impl Default for SearchUnit {
             lo_count: Default::default(),
             active: Default::default(),
             init_r: Default::default(),
+            first_r: Default::default(),
+            beyond_r: Default::default(),
             init_d: Default::default(),
             target_zero: Default::default(),
             target_all: Default::default(),
@@ -215,6 +222,8 @@ impl Logic for SearchUnit {
             lo_count,
             active,
             init_r,
+            first_r,
+            beyond_r,
             init_d,
             target_zero,
             target_all,
@@ -306,12 +315,14 @@ impl Logic for SearchUnit {
         // reads it (registered once more) six cycles after `init`.
         self.total_r.d.next = self.total.val();
         self.init_r.d.next = self.init.val();
+        self.first_r.d.next = self.first.val();
+        self.beyond_r.d.next = self.beyond.val();
         self.init_d.d.next = self.init_r.q.val();
         self.target_zero.d.next = self.target_r.q.val() == 0;
         self.target_all.d.next = self.target_r.q.val() == self.total_r.q.val();
         if self.init_r.q.val() {
-            self.lo.d.next = self.first.val();
-            self.hi.d.next = self.beyond.val();
+            self.lo.d.next = self.first_r.q.val();
+            self.hi.d.next = self.beyond_r.q.val();
             self.lo_count.d.next = 0.into();
             self.active.d.next = true;
         }
@@ -398,20 +409,24 @@ mod tests {
             _ => (0, 1),
         };
         s.target.next = target.into();
-        // The total is read in the cycle of `init` and the one after (the engine holds
-        // it longer): anything else around them.
+        // The total is read in the cycle of `init` and the one after, the interval's ends
+        // in the cycle of `init` (the engine holds them longer): anything else around them.
         s.total.next = 0xdead_beef_u64.into();
-        s.first.next = first.into();
-        s.beyond.next = beyond.into();
+        s.first.next = 0xdead_beef_u64.into();
+        s.beyond.next = 0xdead_beef_u64.into();
         s.load_target.next = true;
         settle(s);
         tick(s);
         s.load_target.next = false;
         s.init.next = true;
         s.total.next = (keys.len() as u64).into();
+        s.first.next = first.into();
+        s.beyond.next = beyond.into();
         settle(s);
         tick(s);
         s.init.next = false;
+        s.first.next = 0xdead_beef_u64.into();
+        s.beyond.next = 0xdead_beef_u64.into();
         let mut passes = 0;
         loop {
             for k in 1..PROBE_LATENCY {

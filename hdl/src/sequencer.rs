@@ -75,8 +75,9 @@ pub enum Phase {
     FinalWait,
     /// Streaming rows through FINAL (the results start out behind them).
     FinalIssue,
-    /// The last rows of FINAL in the pipelines and the results out, until the cycle
-    /// after the last row is taken (lane 0's registered `last_taken`).
+    /// The last rows of FINAL in the pipelines and the results out, until lane 0's
+    /// `last_taken` says the last row was taken
+    /// ([`crate::result_queue::LAST_TAKEN_DELAY`] cycles after).
     Emit,
 }
 
@@ -91,8 +92,9 @@ pub struct Sequencer<const A: usize> {
     pub start_code: Signal<In, Bits<4>>,
     /// Demand stream valid.
     pub in_valid: Signal<In, Bit>,
-    /// The quantum's last result row was taken in the cycle before (lane 0's result
-    /// queue, a flip-flop: the result stream's handshake does not reach this block).
+    /// The quantum's last result row was taken (lane 0's result queue, a flip-flop,
+    /// [`crate::result_queue::LAST_TAKEN_DELAY`] cycles after: the result stream's
+    /// handshake does not reach this block).
     pub last_taken: Signal<In, Bit>,
     /// The quantum's last row, `ceil(n / P) - 1` (from the settings taken with
     /// `start`; read in Begin): LOAD ends with the beat of that row.
