@@ -170,11 +170,15 @@ ecp5_shape() {
   # driving far lanes through most of a cycle of routing), so they carry `keep`.
   local copies="" reg
   # Each lane's result queue (hdl/src/result_queue.rs) keeps its own read counters, for
-  # the same reason.
+  # the same reason; not its count of rows taken (`taken_*`), which only lane 0's drives
+  # anything (the sequencer's `last_taken`): the other lanes' are left to be removed.
   for reg in busy_l mode_l phase_l shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid 'borrower2$?' \
-    last_l 'queue$*'; do
+    last_l 'queue$[!t]*'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
+  # The settings' last row drives the lanes' copies; the sequencer has a register of its
+  # own (`seq_last_row_r`), which would be merged with it and read across the die.
+  copies="$copies *\$settings\$cfg_last_row/t:\$dff *\$settings\$seq_last_row_r/t:\$dff"
   # The accumulators register their operand beside their adder or comparison
   # (hdl/src/reduce.rs), and each count unit its `run` beside its clamp; the sums and
   # key ranges of A and B are given the same operand (from copies, `nfs6`, `end6`),

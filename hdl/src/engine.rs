@@ -131,8 +131,10 @@ pub struct Engine<const P: usize, const A: usize> {
     /// lands on it (the cycle after `credit_write`) reads undefined words on an FPGA,
     /// where the banks have no read-first logic: give it two cycles after the write.
     pub credit_rdata: [Signal<Out, Bits<32>>; P],
-    /// A quantum is in progress: from the cycle after `start` to the cycle after its
-    /// last result is taken (two cycles for a quantum refused for its settings).
+    /// A quantum is in progress: from the cycle after `start` to the third cycle after
+    /// its last result is taken ([`crate::result_queue::LAST_TAKEN_DELAY`] cycles for
+    /// the sequencer to learn it, one to return to Idle; two cycles for a quantum
+    /// refused for its settings).
     pub busy: Signal<Out, Bit>,
     /// The last quantum finished (successfully or with `error`); cleared by `start`.
     pub done: Signal<Out, Bit>,
@@ -425,7 +427,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.sequencer.start_code.next = self.settings.code.val();
         self.sequencer.in_valid.next = self.in_valid.val();
         self.sequencer.last_taken.next = self.lanes[0].result_last_taken.val();
-        self.sequencer.last_row_in.next = self.settings.last_row.val();
+        self.sequencer.last_row_in.next = self.settings.seq_last_row.val();
         self.sequencer.more_a.next = self.search_a.more.val();
         self.sequencer.more_b.next = self.search_b.more.val();
         self.sequencer.refused.next = self.plan.refused.val();

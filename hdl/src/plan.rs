@@ -8,8 +8,9 @@
 //! - Strict: nothing to select.
 //!
 //! One step per cycle (`plan1`, `plan2`, `plan3`; the targets are read in the cycle
-//! after), each at most one carry chain: step 3 compares the supply and the totals in
-//! parallel and registers both targets, so that the search units load them from
+//! after), each at most one carry chain: step 2 compares the totals (and decodes the
+//! mode) into registers while it adds the supply, step 3 compares the supply and
+//! registers both targets, so that the search units load them from
 //! flip-flops (a minimum in front of their wire was a critical path: docs/engine.md).
 //! A pool of `n f >= 2^31` slices is refused (`refused`, but for strict partitioning,
 //! which never adds slices up).
@@ -24,7 +25,7 @@ pub struct Plan {
     pub clock: Signal<In, Clock>,
     /// Step 1: take the totals and check the pool size.
     pub plan1: Signal<In, Bit>,
-    /// Step 2: the supply.
+    /// Step 2: the supply, and the totals compared.
     pub plan2: Signal<In, Bit>,
     /// Step 3: the targets.
     pub plan3: Signal<In, Bit>,
@@ -56,10 +57,16 @@ pub struct Plan {
     refused_r: DFF<Bit>,
     supply_sum: Signal<Local, Bits<32>>,
     supply_carry: Signal<Local, Bit>,
-    /// Step 3's comparisons, side by side.
+    /// Step 3's comparison of the supply.
     supply_below_a: Signal<Local, Bit>,
-    a_below_b: Signal<Local, Bit>,
-    capacity_below_b: Signal<Local, Bit>,
+    /// Step 2's comparisons of the totals and the mode, registered for step 3, and the
+    /// pool size it compared.
+    a_below_b: DFF<Bit>,
+    capacity_below_b: DFF<Bit>,
+    karma: DFF<Bit>,
+    maxmin: DFF<Bit>,
+    /// `n f`, taken in step 2 (max-min's target when it is the smaller).
+    capacity_r: DFF<Bits<32>>,
     max: Constant<Bits<32>>,
     limit: Constant<Bits<32>>,
     mode_karma: Constant<Bits<2>>,
@@ -95,6 +102,9 @@ impl Default for Plan {
             supply_below_a: Default::default(),
             a_below_b: Default::default(),
             capacity_below_b: Default::default(),
+            karma: Default::default(),
+            maxmin: Default::default(),
+            capacity_r: Default::default(),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
             limit: Constant::new(Bits::<32>::from(abi::WORD_LIMIT)),
             mode_karma: Constant::new(Bits::<2>::from(abi::mode::KARMA as u64)),
@@ -107,7 +117,21 @@ impl Default for Plan {
 impl Logic for Plan {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, total_a_r, total_b_r, supply, target_a_r, target_b_r, refused_r);
+        dff_setup!(
+            self,
+            clock,
+            total_a_r,
+            total_b_r,
+            supply,
+            target_a_r,
+            target_b_r,
+            refused_r,
+            a_below_b,
+            capacity_below_b,
+            karma,
+            maxmin,
+            capacity_r
+        );
         // The supply, saturated: the carry out of bit 31 from the operands' and the
         // sum's top bits.
         self.supply_sum.next = self.total_b_r.q.val() + self.shared.val();
@@ -121,35 +145,39 @@ impl Logic for Plan {
                 (self.mode.val() != self.mode_strict.val()) & (self.capacity.val() >= self.limit.val());
         }
         if self.plan2.val() {
+            self.a_below_b.d.next = self.total_a_r.q.val() < self.total_b_r.q.val();
+            self.capacity_below_b.d.next = self.capacity.val() < self.total_b_r.q.val();
+            self.karma.d.next = self.mode.val() == self.mode_karma.val();
+            self.maxmin.d.next = self.mode.val() == self.mode_maxmin.val();
+            self.capacity_r.d.next = self.capacity.val();
             self.supply.d.next = self.supply_sum.val();
             if self.supply_carry.val() {
                 self.supply.d.next = self.max.val();
             }
         }
-        // Step 3. Karma: search A the borrowed total `min(supply, candidates)`, search B
+        // Step 3 (from step 2's registered comparisons of the totals, and the supply's).
+        // Karma: search A the borrowed total `min(supply, candidates)`, search B
         // the donations used, `min(supply, candidates, donated)`, which is
         // `min(candidates, donated)` as the supply (donated plus the shared slices,
         // saturated) is never below the donated total; max-min: search B `min(n f, demand)`.
         self.supply_below_a.next = self.supply.q.val() < self.total_a_r.q.val();
-        self.a_below_b.next = self.total_a_r.q.val() < self.total_b_r.q.val();
-        self.capacity_below_b.next = self.capacity.val() < self.total_b_r.q.val();
         if self.plan3.val() {
             self.target_a_r.d.next = 0.into();
             self.target_b_r.d.next = 0.into();
-            if self.mode.val() == self.mode_karma.val() {
+            if self.karma.q.val() {
                 self.target_a_r.d.next = self.total_a_r.q.val();
                 if self.supply_below_a.val() {
                     self.target_a_r.d.next = self.supply.q.val();
                 }
                 self.target_b_r.d.next = self.total_b_r.q.val();
-                if self.a_below_b.val() {
+                if self.a_below_b.q.val() {
                     self.target_b_r.d.next = self.total_a_r.q.val();
                 }
             }
-            if self.mode.val() == self.mode_maxmin.val() {
+            if self.maxmin.q.val() {
                 self.target_b_r.d.next = self.total_b_r.q.val();
-                if self.capacity_below_b.val() {
-                    self.target_b_r.d.next = self.capacity.val();
+                if self.capacity_below_b.q.val() {
+                    self.target_b_r.d.next = self.capacity_r.q.val();
                 }
             }
         }
@@ -203,6 +231,11 @@ mod tests {
                 p.plan1.next = step == 1;
                 p.plan2.next = step == 2;
                 p.plan3.next = step == 3;
+                if step == 3 {
+                    // Step 2 has read the mode and `n f`: step 3 must not.
+                    p.mode.next = rng.gen_range(0..4u64).into();
+                    p.capacity.next = word(&mut rng).into();
+                }
                 tick(&mut p);
             }
             p.plan3.next = false;

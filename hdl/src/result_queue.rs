@@ -21,8 +21,9 @@
 //! depend on crosses the die. The entry a row takes is counted when the row leaves the
 //! banks (rows arrive in the order decided), beside the entries, so the decision drives
 //! no entry pointer. The engine's sequencer learns that the last row was taken from lane
-//! 0's `last_taken`, registered twice ([`LAST_TAKEN_DELAY`]). Owns the order of the
-//! results; depends on nothing.
+//! 0's `last_taken`, registered twice ([`LAST_TAKEN_DELAY`]) and decided from a count of
+//! the rows taken (not from the head, whose multiplexer spans the entries). Owns the
+//! order of the results; depends on nothing.
 
 use rust_hdl::prelude::*;
 
@@ -77,15 +78,15 @@ pub struct ResultQueue<const A: usize> {
     /// Every row of the quantum has been decided on.
     read_all: DFF<Bit>,
     /// A row decided on in the last cycle is read now (the read address's enable), and
-    /// whether it is the last, along the way to its entry.
+    /// along the way to its entry.
     reading: DFF<Bit>,
-    reading_last: DFF<Bit>,
     leaving: DFF<Bit>,
-    leaving_last: DFF<Bit>,
     /// The row out of the banks' output registers, with its entry's enable.
     arriving: DFF<Bit>,
-    arriving_last: DFF<Bit>,
+    /// Each entry's enable, one copy for the allocations and one for the balances (they
+    /// sit beside the two result banks, which may be far apart).
     enable: [DFF<Bit>; DEPTH],
+    enable_c: [DFF<Bit>; DEPTH],
     /// Rows decided on and not yet taken.
     held: DFF<Bits<3>>,
     /// The entry the next arriving row will take (rows arrive in the order decided).
@@ -94,18 +95,18 @@ pub struct ResultQueue<const A: usize> {
     count: DFF<Bits<3>>,
     nonempty: DFF<Bit>,
     read_at: DFF<Bits<3>>,
+    /// Rows taken in this quantum: the head is the last row when they number `last_row`.
+    taken_rows: DFF<Bits<A>>,
     taken_last: DFF<Bit>,
     taken_last_r: DFF<Bit>,
     alloc_q: [DFF<Bits<32>>; DEPTH],
     credit_q: [DFF<Bits<32>>; DEPTH],
-    last_q: [DFF<Bit>; DEPTH],
     slot: [Constant<Bits<3>>; DEPTH],
     last_slot: Constant<Bits<3>>,
     full: Constant<Bits<3>>,
     fetch: Signal<Local, Bit>,
     take: Signal<Local, Bit>,
     count_next: Signal<Local, Bits<3>>,
-    head_last: Signal<Local, Bit>,
 }
 
 impl<const A: usize> Default for ResultQueue<A> {
@@ -129,29 +130,26 @@ impl<const A: usize> Default for ResultQueue<A> {
             next_row: Default::default(),
             read_all: Default::default(),
             reading: Default::default(),
-            reading_last: Default::default(),
             leaving: Default::default(),
-            leaving_last: Default::default(),
             arriving: Default::default(),
-            arriving_last: Default::default(),
             enable: array_init::array_init(|_| Default::default()),
+            enable_c: array_init::array_init(|_| Default::default()),
             held: Default::default(),
             fill_at: Default::default(),
             count: Default::default(),
             nonempty: Default::default(),
             read_at: Default::default(),
+            taken_rows: Default::default(),
             taken_last: Default::default(),
             taken_last_r: Default::default(),
             alloc_q: array_init::array_init(|_| Default::default()),
             credit_q: array_init::array_init(|_| Default::default()),
-            last_q: array_init::array_init(|_| Default::default()),
             slot: array_init::array_init(|k| Constant::new(Bits::<3>::from(k as u64))),
             last_slot: Constant::new(Bits::<3>::from(DEPTH as u64 - 1)),
             full: Constant::new(Bits::<3>::from(DEPTH as u64)),
             fetch: Default::default(),
             take: Default::default(),
             count_next: Default::default(),
-            head_last: Default::default(),
         }
     }
 }
@@ -167,27 +165,24 @@ impl<const A: usize> Logic for ResultQueue<A> {
             next_row,
             read_all,
             reading,
-            reading_last,
             leaving,
-            leaving_last,
             arriving,
-            arriving_last,
             held,
             fill_at,
             count,
             nonempty,
             read_at,
+            taken_rows,
             taken_last,
             taken_last_r
         );
         for k in 0..DEPTH {
             self.alloc_q[k].clock.next = self.clock.val();
             self.credit_q[k].clock.next = self.clock.val();
-            self.last_q[k].clock.next = self.clock.val();
             self.enable[k].clock.next = self.clock.val();
+            self.enable_c[k].clock.next = self.clock.val();
             self.alloc_q[k].d.next = self.alloc_q[k].q.val();
             self.credit_q[k].d.next = self.credit_q[k].q.val();
-            self.last_q[k].d.next = self.last_q[k].q.val();
         }
         // Decide to read a row FINAL has written (by the copy, a cycle late) while fewer
         // than DEPTH rows are held.
@@ -212,16 +207,13 @@ impl<const A: usize> Logic for ResultQueue<A> {
         // The row decided on is read in the next cycle: the banks read `next_row` at the
         // end of every cycle, and it moves on a registered enable.
         self.reading.d.next = self.fetch.val();
-        self.reading_last.d.next = self.ask_row.q.val() == self.last_row.val();
         self.row.next = self.next_row.q.val();
         if self.reading.q.val() {
             self.next_row.d.next = self.next_row.q.val() + 1;
         }
         // Latched by the bank, then out of its output register with its entry's enable.
         self.leaving.d.next = self.reading.q.val();
-        self.leaving_last.d.next = self.reading_last.q.val();
         self.arriving.d.next = self.leaving.q.val();
-        self.arriving_last.d.next = self.leaving_last.q.val();
         // The k-th row decided is the k-th to leave the banks: its entry is counted here,
         // beside the entries, and not from the decision.
         if self.leaving.q.val() {
@@ -232,10 +224,12 @@ impl<const A: usize> Logic for ResultQueue<A> {
         }
         for k in 0..DEPTH {
             self.enable[k].d.next = self.leaving.q.val() & (self.fill_at.q.val() == self.slot[k].val());
+            self.enable_c[k].d.next = self.leaving.q.val() & (self.fill_at.q.val() == self.slot[k].val());
             if self.enable[k].q.val() {
                 self.alloc_q[k].d.next = self.alloc_in.val();
+            }
+            if self.enable_c[k].q.val() {
                 self.credit_q[k].d.next = self.credit_in.val();
-                self.last_q[k].d.next = self.arriving_last.q.val();
             }
         }
         // The entries' count, and the head taken.
@@ -249,6 +243,7 @@ impl<const A: usize> Logic for ResultQueue<A> {
         self.count.d.next = self.count_next.val();
         self.nonempty.d.next = self.count_next.val() != 0;
         if self.take.val() {
+            self.taken_rows.d.next = self.taken_rows.q.val() + 1;
             self.read_at.d.next = self.read_at.q.val() + 1;
             if self.read_at.q.val() == self.last_slot.val() {
                 self.read_at.d.next = 0.into();
@@ -267,23 +262,25 @@ impl<const A: usize> Logic for ResultQueue<A> {
             self.count.d.next = 0.into();
             self.nonempty.d.next = false;
             self.read_at.d.next = 0.into();
+            self.taken_rows.d.next = 0.into();
             for k in 0..DEPTH {
                 self.enable[k].d.next = false;
+                self.enable_c[k].d.next = false;
             }
         }
         // The head.
         self.valid.next = self.nonempty.q.val();
         self.alloc.next = self.alloc_q[0].q.val();
         self.credit.next = self.credit_q[0].q.val();
-        self.head_last.next = self.last_q[0].q.val();
         for k in 1..DEPTH {
             if self.read_at.q.val() == self.slot[k].val() {
                 self.alloc.next = self.alloc_q[k].q.val();
                 self.credit.next = self.credit_q[k].q.val();
-                self.head_last.next = self.last_q[k].q.val();
             }
         }
-        self.taken_last.d.next = self.take.val() & self.head_last.val();
+        // The last row is taken: counted, not read from the head (whose multiplexer spans
+        // the entries).
+        self.taken_last.d.next = self.take.val() & (self.taken_rows.q.val() == self.last_row.val());
         self.taken_last_r.d.next = self.taken_last.q.val();
         self.last_taken.next = self.taken_last_r.q.val();
     }

@@ -44,6 +44,10 @@ pub struct Settings<const P: usize, const A: usize> {
     pub free: Signal<Out, Bits<32>>,
     /// The quantum's last row, `(n - 1) / P`.
     pub last_row: Signal<Out, Bits<A>>,
+    /// The same, from a register of its own for the sequencer (hdl/synth.sh keeps it
+    /// apart, so it sits beside the sequencer and not among the lanes that read
+    /// `last_row`).
+    pub seq_last_row: Signal<Out, Bits<A>>,
     /// The check of the settings taken: 0, or the status code that refuses them.
     pub code: Signal<Out, Bits<4>>,
     /// `n f`, saturated.
@@ -55,6 +59,7 @@ pub struct Settings<const P: usize, const A: usize> {
     cfg_fair: DFF<Bits<32>>,
     cfg_guaranteed: DFF<Bits<32>>,
     cfg_last_row: DFF<Bits<A>>,
+    seq_last_row_r: DFF<Bits<A>>,
     start_code: DFF<Bits<4>>,
     free_r: DFF<Bits<32>>,
     /// The multiplications' operands, registered beside the multipliers: the settings'
@@ -116,6 +121,7 @@ impl<const P: usize, const A: usize> Default for Settings<P, A> {
             guaranteed: Default::default(),
             free: Default::default(),
             last_row: Default::default(),
+            seq_last_row: Default::default(),
             code: Default::default(),
             capacity: Default::default(),
             shared: Default::default(),
@@ -124,6 +130,7 @@ impl<const P: usize, const A: usize> Default for Settings<P, A> {
             cfg_fair: Default::default(),
             cfg_guaranteed: Default::default(),
             cfg_last_row: Default::default(),
+            seq_last_row_r: Default::default(),
             start_code: Default::default(),
             free_r: Default::default(),
             n16: array_init::array_init(|_| Default::default()),
@@ -173,6 +180,7 @@ impl<const P: usize, const A: usize> Logic for Settings<P, A> {
             cfg_fair,
             cfg_guaranteed,
             cfg_last_row,
+            seq_last_row_r,
             start_code,
             free_r,
             fair_lo,
@@ -196,6 +204,7 @@ impl<const P: usize, const A: usize> Logic for Settings<P, A> {
             self.cfg_mode.d.next = self.mode_in.val();
             self.cfg_n.d.next = self.n_in.val();
             self.cfg_last_row.d.next = self.quotient.val().get_bits::<A>(0);
+            self.seq_last_row_r.d.next = self.quotient.val().get_bits::<A>(0);
             self.cfg_fair.d.next = self.fair_in.val();
             self.cfg_guaranteed.d.next = self.guaranteed_in.val();
             self.start_code.d.next = 0.into();
@@ -254,6 +263,7 @@ impl<const P: usize, const A: usize> Logic for Settings<P, A> {
         self.guaranteed.next = self.cfg_guaranteed.q.val();
         self.free.next = self.free_r.q.val();
         self.last_row.next = self.cfg_last_row.q.val();
+        self.seq_last_row.next = self.seq_last_row_r.q.val();
         self.code.next = self.start_code.q.val();
         self.capacity.next = self.capacity_r.q.val();
         self.shared.next = self.shared_r.q.val();
@@ -336,6 +346,7 @@ mod tests {
             }
             assert_eq!(s.free.val().to_u64(), u64::from(f - g), "{ctx}");
             assert_eq!(s.last_row.val().to_u64(), u64::from((n - 1) / P as u32), "{ctx}");
+            assert_eq!(s.seq_last_row.val().to_u64(), u64::from((n - 1) / P as u32), "{ctx}");
             let saturated = |x: u64| x.min(u64::from(u32::MAX));
             assert_eq!(s.capacity.val().to_u64(), saturated(u64::from(n) * u64::from(f)), "{ctx}");
             assert_eq!(s.shared.val().to_u64(), saturated(u64::from(n) * u64::from(f - g)), "{ctx}");
