@@ -292,6 +292,12 @@ ecp5_row() {
     if [ -n "$placed" ]; then
       fmax="$fmax; after placement, before routing: $placed (estimate)"
     fi
+  elif [ "$code" = 143 ] || [ "$code" = 137 ]; then
+    # Stopped by a signal (by hand): how far the router got, and the placer's estimate.
+    local left placed
+    left=$(awk -F'|' '/^Info: +[0-9]+ +\|/ && NF >= 5 { v = $4 } END { gsub(/ /, "", v); print v }' "$plog")
+    placed=$(awk "/Max frequency for clock/ { sub(/.*clock '[^']*': /, \"\"); sub(/ \\(.*/, \"\"); v = \$0 } END { print v }" "$plog")
+    fmax="not routed: stopped by hand${left:+ (router1 had $left arcs left)}${placed:+; after placement, before routing: $placed (estimate)}"
   else
     fmax="does not place or route: $(awk '/^ERROR/ { print substr($0, 1, 120); exit }' "$plog")"
   fi
