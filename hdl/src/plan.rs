@@ -45,9 +45,11 @@ pub struct Plan {
     pub total_b: Signal<Out, Bits<32>>,
     /// The pool is too large (after step 1).
     pub refused: Signal<Out, Bit>,
-    /// Slices search A selects (registered in step 3, from `mode` and `capacity` then).
+    /// Slices search A selects (registered in step 3, from the mode and `capacity`
+    /// registered in step 2).
     pub target_a: Signal<Out, Bits<32>>,
-    /// Slices search B selects (registered in step 3, from `mode` and `capacity` then).
+    /// Slices search B selects (registered in step 3, from the mode and `capacity`
+    /// registered in step 2).
     pub target_b: Signal<Out, Bits<32>>,
     total_a_r: DFF<Bits<32>>,
     total_b_r: DFF<Bits<32>>,

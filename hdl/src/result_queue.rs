@@ -37,8 +37,8 @@ pub const DEPTH: usize = 5;
 pub const LATENCY: usize = 6;
 
 /// Cycles from the cycle the quantum's last row is taken to the cycle `last_taken` is
-/// high: a flip-flop beside the head, and one more on the way to the sequencer (so
-/// that the head's multiplexer and the sequencer need not sit together).
+/// high: a flip-flop beside the queue's count of rows taken, and one more on the way
+/// to the sequencer (so that the lane's queue and the sequencer need not sit together).
 pub const LAST_TAKEN_DELAY: usize = 2;
 
 /// One lane's queue of result rows; `A` address bits of the result banks.
