@@ -67,7 +67,8 @@ pub struct Plan {
     capacity_below_b: DFF<Bit>,
     karma: DFF<Bit>,
     maxmin: DFF<Bit>,
-    /// `n f`, taken in step 2 (max-min's target when it is the smaller).
+    /// `n f`, taken in step 2 beside the comparison that chose it (max-min's target
+    /// when it is the smaller), so that step 3 reads only this block's registers.
     capacity_r: DFF<Bits<32>>,
     max: Constant<Bits<32>>,
     limit: Constant<Bits<32>>,
