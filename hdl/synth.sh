@@ -24,6 +24,8 @@
 # section has one row per run recorded there, made from its logs, so shapes can be run
 # one at a time (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only
 # rewrites the section); a run replaces the earlier one of its shape, speed grade and seed.
+# Rows of runs not recorded there (made in another checkout) are kept as the report has
+# them until a run here replaces them.
 # Synthesis results are cached by the hash of the Verilog and the synthesis script.
 # Environment: ECP5_SEED (placement seed, default 1), ECP5_ROUTER (nextpnr's router:
 # router1, its default, or router2), ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize into the
@@ -169,13 +171,15 @@ ecp5_shape() {
   # copies back into one (a register
   # driving far lanes through most of a cycle of routing), so they carry `keep`.
   local copies="" reg
-  # Each lane's result queue (hdl/src/result_queue.rs) keeps its own read counters, for
-  # the same reason; not its count of rows taken (`taken_*`), which only lane 0's drives
-  # anything (the sequencer's `last_taken`): the other lanes' are left to be removed.
   for reg in busy_l mode_l phase_l shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid 'borrower2$?' \
-    last_l 'queue$[!t]*'; do
+    last_l; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
+  # Each lane's result queue (hdl/src/result_queue.rs) keeps its own read counters, for
+  # the same reason; not its count of rows taken (`taken_*`, taken out by name with
+  # `%d`), which only lane 0's drives anything (the sequencer's `last_taken`): the other
+  # lanes' are left to be removed.
+  copies="$copies *\$lanes\$*\$queue\$*/t:\$dff *\$lanes\$*\$queue\$taken_*/t:\$dff %d"
   # The settings' last row drives the lanes' copies; the sequencer has a register of its
   # own (`seq_last_row_r`), which would be merged with it and read across the die.
   copies="$copies *\$settings\$cfg_last_row/t:\$dff *\$settings\$seq_last_row_r/t:\$dff"
@@ -332,6 +336,13 @@ ecp5_part() {
   for meta in "$ecp5_dir"/runs/*.meta; do
     if [ -e "$meta" ]; then ecp5_row "$meta"; fi
   done
+  # The report's rows of runs not recorded here (another checkout's: a clean target/
+  # has none) stay as they are, unless a run recorded here replaces them: the same top
+  # level, users, lanes, speed grade and seed (fields 2 to 5 and 15 of a row).
+  section "$report" "## ECP5" | awk -F'|' '/^\| / && $3 ~ /^ *[0-9]+ *$/' > "$work/report.rows"
+  cat "$ecp5_dir"/rows/*.row > "$work/run.rows" 2> /dev/null || true
+  awk -F'|' 'FILENAME == ARGV[1] { here[$2 FS $3 FS $4 FS $5 FS $15] = 1; next }
+    !(($2 FS $3 FS $4 FS $5 FS $15) in here)' "$work/run.rows" "$work/report.rows" > "$work/kept.rows"
   {
     echo "## ECP5"
     echo
@@ -367,9 +378,7 @@ ecp5_part() {
     echo
     echo "| top level | users N | lanes P | speed | LUT4 | CCU2C | flip-flops | DP16KD | MULT18X18D | logic cells used | FF used | DP16KD used | Fmax | seed | critical path (start -> end) | delay | design | router |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|"
-    for row in "$ecp5_dir"/rows/*.row; do
-      if [ -e "$row" ]; then cat "$row"; fi
-    done | sort -t'|' -k2,2 -k3,3n -k4,4n -k5,5n
+    cat "$work/run.rows" "$work/kept.rows" | sort -t'|' -k2,2 -k3,3n -k4,4n -k5,5n
     echo
   } > "$work/ecp5.md"
 }
