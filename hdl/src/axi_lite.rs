@@ -1,11 +1,12 @@
 //! The AXI4-Lite slave's channels, without the register map: the write address and
 //! data channels accepted independently and held until both are there, then one
-//! response, from the third cycle after the write takes effect, that waits for
-//! `bready` (so writes take effect at least four cycles apart: a row written to
-//! `CREDIT_ROW` has come out of the credit banks, two cycles, before a command can take
-//! its words, and a credit write command has landed in the banks, at the end of the
-//! cycle after it ([`crate::bank::WRITE_LATENCY`]), before the row is read for the next
-//! command, two cycles before that command); the read address taken when no data is pending,
+//! response, from the fourth cycle after the write takes effect, that waits for
+//! `bready` (so writes take effect at least five cycles apart: a row written to
+//! `CREDIT_ROW` has come out of the credit banks, two cycles, and been checked against
+//! the rows, before a command can take its words, and a credit write command, which
+//! reaches the engine from a flip-flop a cycle after it takes effect, has landed in the
+//! banks, at the end of the cycle after that ([`crate::bank::WRITE_LATENCY`]), before
+//! the row is read for the next command, two cycles before that command); the read address taken when no data is pending,
 //! the data a cycle later, held until `rready`. The register file beside them
 //! ([`crate::axi_top`]) decodes the address, says whether the access is refused
 //! (`SLVERR`) and gives or takes the data. The write response's code is the register
@@ -52,9 +53,10 @@ pub struct AxiLiteWrite {
     w_hold: DFF<Bit>,
     w_data: DFF<Bits<32>>,
     w_strb: DFF<Bits<4>>,
-    /// A write took effect one and two cycles ago: its response is on its way.
+    /// A write took effect one, two and three cycles ago: its response is on its way.
     b_pending: DFF<Bit>,
     b_pending2: DFF<Bit>,
+    b_pending3: DFF<Bit>,
     b_valid: DFF<Bit>,
     m0: Signal<Local, Bits<32>>,
     m1: Signal<Local, Bits<32>>,
@@ -65,7 +67,7 @@ pub struct AxiLiteWrite {
 impl Logic for AxiLiteWrite {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, aw_hold, aw_addr, w_hold, w_data, w_strb, b_pending, b_pending2, b_valid);
+        dff_setup!(self, clock, aw_hold, aw_addr, w_hold, w_data, w_strb, b_pending, b_pending2, b_pending3, b_valid);
         self.awready.next = !self.aw_hold.q.val();
         self.wready.next = !self.w_hold.q.val();
         self.bvalid.next = self.b_valid.q.val();
@@ -82,10 +84,11 @@ impl Logic for AxiLiteWrite {
             self.b_valid.d.next = false;
         }
         self.b_pending2.d.next = self.b_pending.q.val();
+        self.b_pending3.d.next = self.b_pending2.q.val();
         if self.b_pending.q.val() {
             self.b_pending.d.next = false;
         }
-        if self.b_pending2.q.val() {
+        if self.b_pending3.q.val() {
             self.b_valid.d.next = true;
         }
         self.m0.next = 0.into();
@@ -111,6 +114,7 @@ impl Logic for AxiLiteWrite {
             && self.w_hold.q.val()
             && !self.b_pending.q.val()
             && !self.b_pending2.q.val()
+            && !self.b_pending3.q.val()
             && !self.b_valid.q.val();
         if self.fire.val() {
             self.aw_hold.d.next = false;
@@ -211,9 +215,9 @@ mod tests {
     /// held with its payload until the handshake, `bready` at random) writes 2,000
     /// words, the address and data channels running ahead of each other: every write
     /// fires exactly once, in order, with its address, data and strobes as a bit mask,
-    /// never while a response waits and never within three cycles of the last (the credit
+    /// never while a response waits and never within four cycles of the last (the credit
     /// port's words and writes need them); every fire gets exactly one response, no
-    /// earlier than three cycles after it; none is lost.
+    /// earlier than four cycles after it; none is lost.
     #[test]
     fn fires_each_write_once_in_order_and_answers_each_once() {
         let mut rng = ChaCha8Rng::seed_from_u64(41);
@@ -224,7 +228,7 @@ mod tests {
         let mask = |strb: u8| (0..4).filter(|i| strb >> i & 1 == 1).fold(0u64, |m, i| m | 0xff << (8 * i));
         let (mut aw, mut w, mut fired, mut answered) = (0, 0, 0, 0);
         let (mut aw_on, mut w_on) = (false, false);
-        let (mut last_fire, mut min_gap, mut fire_gaps_of_4) = (None::<usize>, usize::MAX, 0);
+        let (mut last_fire, mut min_gap, mut fire_gaps_of_5) = (None::<usize>, usize::MAX, 0);
         for cycle in 0..40_000 {
             if answered == writes.len() {
                 break;
@@ -242,7 +246,7 @@ mod tests {
                 assert!(!b.bvalid.val(), "write {fired} fired while a response waits");
                 if let Some(last) = last_fire {
                     min_gap = min_gap.min(cycle - last);
-                    fire_gaps_of_4 += usize::from(cycle - last == 4);
+                    fire_gaps_of_5 += usize::from(cycle - last == 5);
                 }
                 last_fire = Some(cycle);
                 let (addr, data, strb) = writes[fired];
@@ -253,7 +257,7 @@ mod tests {
             if b.bvalid.val() && b.bready.val() {
                 answered += 1;
                 assert!(answered <= fired, "a response without a write");
-                assert!(last_fire.is_some_and(|f| cycle >= f + 3), "write {answered} answered within three cycles");
+                assert!(last_fire.is_some_and(|f| cycle >= f + 4), "write {answered} answered within four cycles");
             }
             if aw_on && b.awready.val() {
                 aw += 1;
@@ -266,9 +270,9 @@ mod tests {
             tick(&mut b, |b, c| b.clock.next = c.into());
         }
         assert_eq!((fired, answered), (writes.len(), writes.len()), "writes fired and answered");
-        // Writes four cycles apart, the fastest the channels allow, happened.
-        assert_eq!(min_gap, 4, "the closest writes");
-        assert!(fire_gaps_of_4 > 20, "{fire_gaps_of_4} writes four cycles after the last");
+        // Writes five cycles apart, the fastest the channels allow, happened.
+        assert_eq!(min_gap, 5, "the closest writes");
+        assert!(fire_gaps_of_5 > 20, "{fire_gaps_of_5} writes five cycles after the last");
     }
 
     /// A master issuing 2,000 reads at random, the register file giving a random word

@@ -8,7 +8,7 @@
 //!   registers, and credit-port accesses while a quantum runs (credit commands also in
 //!   the two cycles after: the credit banks answer the port's row two cycles after they
 //!   are given it) answer `SLVERR` and change nothing. One write and one read may be in
-//!   flight at a time; writes take effect at least four cycles apart (see
+//!   flight at a time; writes take effect at least five cycles apart (see
 //!   [`crate::axi_lite`]).
 //! - `s_axis_*`: one beat per row of `P` demands, `tlast` on the row holding user
 //!   `N_USERS - 1`; a `tlast` elsewhere (or missing there) sets `STATUS.framing`.
@@ -143,7 +143,14 @@ pub struct AxiTop<const P: usize, const A: usize> {
     rd_refuse: Signal<Local, Bit>,
     status_word: Signal<Local, Bits<32>>,
     lane_sel: Signal<Local, Bits<ADDR_BITS>>,
-    row_ok: Signal<Local, Bit>,
+    /// `CREDIT_ROW` names a row of the banks, compared a cycle after the row is written
+    /// (writes take effect five cycles apart), so that no credit command waits on the
+    /// compare's carry chain.
+    row_ok: DFF<Bit>,
+    /// A credit write command took effect in the last cycle: the engine's credit port
+    /// writes the row from this flip-flop, not from the address decode (the port's
+    /// write registers sit in every lane, across the die).
+    credit_write: DFF<Bit>,
     magic: Constant<Bits<32>>,
     version: Constant<Bits<32>>,
     max_users: Constant<Bits<32>>,
@@ -259,6 +266,7 @@ impl<const P: usize, const A: usize> AxiTop<P, A> {
             status_word: Default::default(),
             lane_sel: Default::default(),
             row_ok: Default::default(),
+            credit_write: Default::default(),
             magic: word(abi::MAGIC_VALUE),
             version: word(abi::VERSION_VALUE),
             max_users: word(Engine::<P, A>::MAX_USERS as u32),
@@ -315,6 +323,8 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
             busy_1,
             busy_2,
             credit_row,
+            row_ok,
+            credit_write,
             credit_cmd,
             credit_ack,
             n_latched,
@@ -341,7 +351,8 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
         self.engine.start.next = self.start_pulse.q.val();
         self.start_pulse.d.next = false;
         self.engine.credit_row.next = self.credit_row.q.val().get_bits::<A>(0);
-        self.engine.credit_write.next = false;
+        self.engine.credit_write.next = self.credit_write.q.val();
+        self.credit_write.d.next = false;
         self.engine.in_valid.next = self.s_axis_tvalid.val();
         self.s_axis_tready.next = self.engine.in_ready.val();
         self.m_axis_tvalid.next = self.engine.out_valid.val();
@@ -389,7 +400,7 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
             .replace_bit(2, self.framing.q.val())
             .replace_bit(3, self.rejected.q.val());
         self.lane_sel.next = (self.write.addr.val() - self.a_credit_data.val()) >> 2;
-        self.row_ok.next = self.credit_row.q.val() < self.rows.val();
+        self.row_ok.d.next = self.credit_row.q.val() < self.rows.val();
         self.busy_1.d.next = self.engine.busy.val();
         self.busy_2.d.next = self.busy_1.q.val();
         self.port_settled.next = !self.engine.busy.val() && !self.busy_1.q.val() && !self.busy_2.q.val();
@@ -440,13 +451,13 @@ impl<const P: usize, const A: usize> Logic for AxiTop<P, A> {
                 self.credit_row.d.next = (self.credit_row.q.val() & !self.write.mask.val())
                     | (self.write.data.val() & self.write.mask.val());
             } else if self.write.addr.val() == self.a_credit_cmd.val() {
-                if !self.port_settled.val() || !self.row_ok.val() {
+                if !self.port_settled.val() || !self.row_ok.q.val() {
                     self.wr_refuse.next = true;
                 } else {
                     self.credit_cmd.d.next = self.cmd_merged.val();
                     self.credit_ack.d.next = self.cmd_merged.val();
                     if self.cmd_merged.val().get_bit(0) {
-                        self.engine.credit_write.next = true;
+                        self.credit_write.d.next = true;
                     } else {
                         for i in 0..P {
                             self.credit_words[i].d.next = self.engine.credit_rdata[i].val();

@@ -166,6 +166,41 @@ impl<const P: usize, const A: usize> BusTestbench<P, A> {
         panic!("write to 0x{offset:03X} never completed");
     }
 
+    /// Two full-word writes, the second's address and data offered as soon as the
+    /// channels have taken the first's (AXI4-Lite lets a master run ahead of the
+    /// responses), `bready` always high, no stalls: the two take effect as close together
+    /// as the slave allows. Returns both responses, in order.
+    pub fn write_pair(&mut self, first: (u32, u32), second: (u32, u32)) -> [u8; 2] {
+        let writes = [first, second];
+        let (mut aw, mut w, mut answered) = (0, 0, 0);
+        let mut resp = [0u8; 2];
+        for _ in 0..10_000 {
+            self.uut.s_axil_awvalid.next = aw < 2;
+            self.uut.s_axil_awaddr.next = u64::from(writes[aw.min(1)].0).into();
+            self.uut.s_axil_wvalid.next = w < 2;
+            self.uut.s_axil_wdata.next = u64::from(writes[w.min(1)].1).into();
+            self.uut.s_axil_wstrb.next = 0xF_u64.into();
+            self.uut.s_axil_bready.next = true;
+            self.pre();
+            let aw_taken = self.uut.s_axil_awvalid.val() && self.uut.s_axil_awready.val();
+            let w_taken = self.uut.s_axil_wvalid.val() && self.uut.s_axil_wready.val();
+            if self.uut.s_axil_bvalid.val() {
+                resp[answered] = self.uut.s_axil_bresp.val().to_u64() as u8;
+                answered += 1;
+            }
+            self.edge();
+            aw += usize::from(aw_taken);
+            w += usize::from(w_taken);
+            if answered == 2 {
+                self.uut.s_axil_awvalid.next = false;
+                self.uut.s_axil_wvalid.next = false;
+                self.uut.s_axil_bready.next = false;
+                return resp;
+            }
+        }
+        panic!("writes to 0x{:03X} and 0x{:03X} never completed", first.0, second.0);
+    }
+
     /// A full-word write; panics unless the response is OKAY.
     pub fn write(&mut self, offset: u32, data: u32) {
         let r = self.write_strb(offset, data, 0xF);

@@ -160,3 +160,25 @@ fn credit_rows_beyond_the_banks_are_refused() {
     d.write(abi::CREDIT_ROW.offset, 3);
     assert_eq!(d.write_strb(abi::CREDIT_CMD.offset, 0x100, 0xF), OKAY);
 }
+
+/// A credit row written and read back by the very next command, at the closest spacing
+/// the write channel allows (no stalls): the read command must take the words just
+/// written, which reach the banks from the write command's flip-flop a cycle later.
+#[test]
+fn a_credit_row_reads_back_right_after_its_write_command() {
+    let mut d = BusTestbench::<4, 2>::new(0);
+    for row in 0..4u32 {
+        d.write(abi::CREDIT_ROW.offset, row);
+        for lane in 0..4 {
+            assert_eq!(d.write_strb(abi::credit_data(lane), 1_000 * row + lane as u32 + 1, 0xF), OKAY);
+        }
+        // The write command, and the read command right behind it: the port's words
+        // become the row as the banks give it (the row's old words, zero, if the write
+        // had not landed).
+        let write = abi::CREDIT_CMD_WRITE.set(0, 1);
+        assert_eq!(d.write_pair((abi::CREDIT_CMD.offset, write), (abi::CREDIT_CMD.offset, 0)), [OKAY, OKAY]);
+        for lane in 0..4 {
+            assert_eq!(d.read(abi::credit_data(lane)), 1_000 * row + lane as u32 + 1, "row {row}, lane {lane}");
+        }
+    }
+}

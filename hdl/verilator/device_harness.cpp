@@ -1,9 +1,11 @@
 // Verilator testbench for the device top level (through fairshare_device): an AXI4-Lite
-// master and two AXI-Stream agents, the same roles as hdl/src/device_sim.rs. Commands on
+// master and two AXI-Stream agents, the same roles as hdl/src/bus_testbench.rs. Commands on
 // stdin, answers on stdout:
 //   seed S                       stall seed (0: no stalls; xorshift64, each valid/ready
 //                                the testbench drives drops with probability 1/4)
 //   w OFF DATA STRB              AXI4-Lite write           -> "b RESP"
+//   w2 OFF1 DATA1 OFF2 DATA2     two full-word writes, the second offered before the
+//                                first is answered (no stalls) -> "b RESP1 RESP2"
 //   r OFF                        AXI4-Lite read            -> "r DATA RESP"
 //   q SEQ N d0 .. d{N-1}         doorbell SEQ, stream the demands (tlast on the last
 //                                row), take the results, poll STATUS until done
@@ -119,6 +121,35 @@ static unsigned axi_write(unsigned off, unsigned data, unsigned strb) {
     return 0;
 }
 
+// Two full-word writes, the second's address and data offered as soon as the channels
+// took the first's (AXI4-Lite lets a master run ahead of the responses), bready high, no
+// stalls: they take effect as close together as the slave allows. Both responses, in order.
+static void axi_write_pair(const unsigned* off, const unsigned* data, unsigned* resp) {
+    int aw = 0, w = 0, answered = 0;
+    for (long i = 0; i < 100000; i++) {
+        t->s_axil_awvalid = aw < 2;
+        t->s_axil_awaddr = off[aw < 2 ? aw : 1];
+        t->s_axil_wvalid = w < 2;
+        t->s_axil_wdata = data[w < 2 ? w : 1];
+        t->s_axil_wstrb = 15;
+        t->s_axil_bready = 1;
+        pre();
+        bool aw_taken = t->s_axil_awvalid && t->s_axil_awready;
+        bool w_taken = t->s_axil_wvalid && t->s_axil_wready;
+        if (t->s_axil_bvalid) resp[answered++] = t->s_axil_bresp;
+        edge();
+        aw += aw_taken;
+        w += w_taken;
+        if (answered == 2) {
+            t->s_axil_awvalid = 0;
+            t->s_axil_wvalid = 0;
+            t->s_axil_bready = 0;
+            return;
+        }
+    }
+    fail("pair of writes never completed");
+}
+
 static void axi_read(unsigned off, unsigned* data, unsigned* resp) {
     bool ar_done = false, ar_on = false, has_held = false;
     unsigned hd = 0, hr = 0;
@@ -164,6 +195,11 @@ int main(int argc, char** argv) {
             unsigned off, data, strb;
             if (scanf("%u %u %u", &off, &data, &strb) != 3) return 2;
             printf("b %u\n", axi_write(off, data, strb));
+        } else if (!strcmp(cmd, "w2")) {
+            unsigned off[2], data[2], resp[2];
+            if (scanf("%u %u %u %u", &off[0], &data[0], &off[1], &data[1]) != 4) return 2;
+            axi_write_pair(off, data, resp);
+            printf("b %u %u\n", resp[0], resp[1]);
         } else if (!strcmp(cmd, "r")) {
             unsigned off, data, resp;
             if (scanf("%u", &off) != 1) return 2;
