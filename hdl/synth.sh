@@ -190,8 +190,11 @@ ecp5_shape() {
   # between them, too far from each (a key range is hdl/src/key_range.rs).
   # `ns5` and `nr5` too: Yosys merges an unkept register into a kept one with the same
   # input, which would make one key range's copy of the run drive the banks as well.
+  # LOAD's warm count units (`warm$?`) and the totals of keys (`total_?`) take the run
+  # of `nr5` as well, and the warm units' choice of probes (`wborrower5$?`) is one
+  # register per unit, beside it.
   for reg in 'sum_?$?$xr' 'range_?$low$xr' 'range_?$high$xr' 'count$?$run_r' 'range_?$nfs6' \
-    'range_?$end6' 'range_?$start5' 'range_?$run5' ns5 nr5; do
+    'range_?$end6' 'range_?$start5' 'range_?$run5' ns5 nr5 'warm$?$run_r' 'total_?$xr' 'wborrower5$?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine

@@ -318,19 +318,25 @@ fn hdl_cycles_and_verilog() {
     let out = fairshare(&["hdl", "cycles", "--users", "64", "--lanes", "4", "--quanta", "6", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    // R = 16 rows, P = 4 lanes: no search costs 2R + P + 48 = 84 cycles; at most 18
-    // search passes of R + P + 15 = 35.
+    // R = 16 rows, P = 4 lanes: no search costs 2R + P + 49 = 85 cycles; at most 18
+    // search passes of R + P + 15 = 35, the first of them 8 when made of LOAD's counts.
     let (min, median, max) = (
         json["cycles_per_quantum_min"].as_u64().unwrap(),
         json["cycles_per_quantum_median"].as_u64().unwrap(),
         json["cycles_per_quantum_max"].as_u64().unwrap(),
     );
-    assert!(84 <= min && min <= median && median <= max, "{json}");
-    // The formula of docs/engine.md: 2R + P + 48 + k (R + P + 15) with k <= 18 search passes
-    // (`fairshare_hdl::search::MAX_PASSES`).
+    assert!(85 <= min && min <= median && median <= max, "{json}");
+    // The formula of docs/engine.md: 2R + P + 49 + k (R + P + 15) with k <= 18 search passes
+    // (`fairshare_hdl::search::MAX_PASSES`), less R + P + 7 = 27 when the first pass is
+    // LOAD's.
     for c in [min, median, max] {
-        assert!((c - 84) % 35 == 0 && (c - 84) / 35 <= 18, "{c} cycles do not fit the formula: {json}");
+        let streamed = (c - 85) % 35 == 0 && (c - 85) / 35 <= 18;
+        let loaded = c >= 93 && (c - 93) % 35 == 0 && (c - 93) / 35 < 18;
+        assert!(streamed || loaded, "{c} cycles do not fit the formula: {json}");
     }
+    // The bursty workload's thresholds drift: after the first quantum, most first passes
+    // start warm in both searches and are LOAD's (85 + 8 + 3 x 35 = 198 here).
+    assert!(median >= 93 && (median - 93) % 35 == 0, "the median quantum's first pass is not LOAD's: {json}");
     let dir = tempfile::tempdir().unwrap();
     let v = dir.path().join("engine.v");
     let out = fairshare(&[

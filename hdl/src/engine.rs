@@ -4,7 +4,10 @@
 //! [`crate::lane`]), each stage at most one carry chain deep:
 //! 1. LOAD: takes a beat of `P` demands per cycle from the input stream (valid/ready),
 //!    reads the users' credits, stores each user's run of keys and adds up the totals
-//!    per lane; the lanes' totals are then reduced by a shift chain towards lane 0
+//!    per lane, and the keys below the probes a warm first search pass would take (the
+//!    last thresholds and [`crate::search::WARM_SPAN`] on either side: when the pass
+//!    does start warm, its counts are these, and no row streams for it); the lanes'
+//!    totals are then reduced by a shift chain towards lane 0
 //!    (`P + 1` cycles: the engine's accumulators act a cycle after they are given a
 //!    value, [`crate::reduce::LATENCY`]). Nothing persistent is written, so a range error here leaves the
 //!    credits untouched.
@@ -16,8 +19,9 @@
 //! 3. SEARCH: radix-4 passes, one row per cycle, both thresholds at once, until each
 //!    interval has shrunk to one key, the first probing around the last quantum's
 //!    threshold when it lies inside the interval (the warm start of [`crate::search`]):
-//!    at most [`crate::search::MAX_PASSES`]. Each
-//!    pass is followed by the reduction of the lanes' counts (`P + 1` cycles), the
+//!    at most [`crate::search::MAX_PASSES`]. A first pass in which each search that
+//!    needs one starts warm takes LOAD's counts instead of streaming the rows. Each
+//!    pass that streams the rows is followed by the reduction of the lanes' counts (`P + 1` cycles), the
 //!    counts into the search units' registers ([`crate::search::COUNT_LATENCY`]), the
 //!    narrowing (2) and the next probes ([`crate::search::PROBE_LATENCY`], which
 //!    includes the cycle in which the new interval is taken).
@@ -45,9 +49,10 @@ use rust_hdl::prelude::*;
 /// the engine's tests check that the block reports exactly these.
 pub use fairshare_abi::status as error_code;
 
-/// Cycles of one quantum of `n` users on `p` lanes with `k` search passes, when the
-/// demand stream is never empty and the result stream never stalls (what the `cycles`
-/// output reports), with `R = ceil(n / p)`:
+/// Cycles of one quantum of `n` users on `p` lanes with `k` search passes, the first of
+/// them made of LOAD's counts when `loaded` (every search that needs a pass starts it
+/// warm), when the demand stream is never empty and the result stream never stalls
+/// (what the `cycles` output reports), with `R = ceil(n / p)`:
 /// - `2 + R + 1 + LOAD_LATENCY + p + L`: start, the settings' check, LOAD, the beat
 ///   register, its drain and the reduction (`L` = [`crate::reduce::LATENCY`], the
 ///   engine's accumulators taking what leaves lane 0);
@@ -56,6 +61,8 @@ pub use fairshare_abi::status as error_code;
 /// - `k (R + SEARCH_LATENCY + p + L + C + 2 + PROBE_LATENCY)`: per pass the rows, the
 ///   drain, the reduction, the counts into the search units (`C` =
 ///   [`crate::search::COUNT_LATENCY`]), the narrowing, the next probes and the check;
+///   a pass made of LOAD's counts only the narrowing, the next probes and the check
+///   (`2 + PROBE_LATENCY`);
 /// - `3 + R + FINAL_LATENCY`: FINAL, whose results go out a row per cycle behind its
 ///   writes ([`crate::result_queue`]);
 /// - `LATENCY + D + 1`: the last row through the result queue
@@ -64,13 +71,16 @@ pub use fairshare_abi::status as error_code;
 ///   queue) and the cycle that closes the quantum (the lanes' copies of `busy` fall
 ///   with it).
 ///
-/// With the constants of this build: `2R + p + 48 + k (R + p + 15)`.
-pub fn cycles(n: usize, p: usize, k: usize) -> usize {
+/// With the constants of this build: `2R + p + 49 + k (R + p + 15)`, less `R + p + 7`
+/// when `loaded`.
+pub fn cycles(n: usize, p: usize, k: usize, loaded: bool) -> usize {
     let r = n.div_ceil(p);
     let reduce = p + crate::reduce::LATENCY;
     let load = 2 + r + 1 + LOAD_LATENCY + reduce;
     let first = 4 + 1 + PROBE_LATENCY;
-    let passes = k * (r + SEARCH_LATENCY + reduce + crate::search::COUNT_LATENCY + 2 + PROBE_LATENCY);
+    let streamed = k - usize::from(loaded && k > 0);
+    let passes = streamed * (r + SEARCH_LATENCY + reduce + crate::search::COUNT_LATENCY + 2 + PROBE_LATENCY)
+        + (k - streamed) * (2 + PROBE_LATENCY);
     let fin = 3 + r + FINAL_LATENCY;
     load + first + passes + fin + crate::result_queue::LATENCY + crate::result_queue::LAST_TAKEN_DELAY + 1
 }
@@ -163,6 +173,10 @@ pub struct Engine<const P: usize, const A: usize> {
     totals: Totals,
     reducing_d: DFF<Bit>,
     load_reducing_d: DFF<Bit>,
+    /// The lanes take the searches' LOAD probes ([`SearchUnit::load_probe`]): from Begin
+    /// to Plan1, so LOAD's rows count at them, and the search's own probes have reached
+    /// the lanes long before a pass streams.
+    probe_load: DFF<Bit>,
     probe_a: [DFF<Bits<32>>; PROBES],
     probe_b: [DFF<Bits<32>>; PROBES],
     search_a: SearchUnit,
@@ -230,6 +244,7 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             totals: Default::default(),
             reducing_d: Default::default(),
             load_reducing_d: Default::default(),
+            probe_load: Default::default(),
             probe_a: array_init::array_init(|_| Default::default()),
             probe_b: array_init::array_init(|_| Default::default()),
             search_a: Default::default(),
@@ -250,7 +265,7 @@ impl<const P: usize, const A: usize> Engine<P, A> {
 impl<const P: usize, const A: usize> Logic for Engine<P, A> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, beat_valid, lane_phase, final_mode, left, reducing_d, load_reducing_d);
+        dff_setup!(self, clock, beat_valid, lane_phase, final_mode, left, reducing_d, load_reducing_d, probe_load);
         self.settings.clock.next = self.clock.val();
         self.network.clock.next = self.clock.val();
         self.plan.clock.next = self.clock.val();
@@ -305,6 +320,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.totals.sum_b_in[0].next = self.lanes[0].sum_b_out0.val();
         self.totals.sum_b_in[1].next = self.lanes[0].sum_b_out1.val();
         self.totals.sum_b_in[2].next = self.lanes[0].sum_b_out2.val();
+        self.totals.total_a_in.next = self.lanes[0].total_a_out.val();
+        self.totals.total_b_in.next = self.lanes[0].total_b_out.val();
         self.totals.nfirst_a_in.next = self.lanes[0].nfirst_a_out.val();
         self.totals.end_a_in.next = self.lanes[0].end_a_out.val();
         self.totals.nfirst_b_in.next = self.lanes[0].nfirst_b_out.val();
@@ -336,9 +353,14 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         for j in 0..PROBES {
             self.search_a.count[j].next = self.totals.sum_a[j].val();
             self.search_b.count[j].next = self.totals.sum_b[j].val();
-            // The lanes' probes: the searches' while searching, their thresholds in FINAL.
+            // The lanes' probes: the searches' LOAD probes in LOAD, their probes while
+            // searching, their thresholds in FINAL.
             self.probe_a[j].d.next = self.search_a.probe[j].val();
             self.probe_b[j].d.next = self.search_b.probe[j].val();
+            if self.probe_load.q.val() {
+                self.probe_a[j].d.next = self.search_a.load_probe[j].val();
+                self.probe_b[j].d.next = self.search_b.load_probe[j].val();
+            }
             if self.final_mode.q.val() {
                 self.probe_a[j].d.next = self.search_a.threshold.val();
                 self.probe_b[j].d.next = self.search_b.threshold.val();
@@ -389,6 +411,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].sum_b_in0.next = 0.into();
             self.lanes[i].sum_b_in1.next = 0.into();
             self.lanes[i].sum_b_in2.next = 0.into();
+            self.lanes[i].total_a_in.next = 0.into();
+            self.lanes[i].total_b_in.next = 0.into();
             self.lanes[i].nfirst_a_in.next = 0.into();
             self.lanes[i].end_a_in.next = 0.into();
             self.lanes[i].nfirst_b_in.next = 0.into();
@@ -405,6 +429,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.lanes[i].sum_b_in0.next = self.lanes[i + 1].sum_b_out0.val();
             self.lanes[i].sum_b_in1.next = self.lanes[i + 1].sum_b_out1.val();
             self.lanes[i].sum_b_in2.next = self.lanes[i + 1].sum_b_out2.val();
+            self.lanes[i].total_a_in.next = self.lanes[i + 1].total_a_out.val();
+            self.lanes[i].total_b_in.next = self.lanes[i + 1].total_b_out.val();
             self.lanes[i].nfirst_a_in.next = self.lanes[i + 1].nfirst_a_out.val();
             self.lanes[i].end_a_in.next = self.lanes[i + 1].end_a_out.val();
             self.lanes[i].nfirst_b_in.next = self.lanes[i + 1].nfirst_b_out.val();
@@ -430,6 +456,8 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         self.sequencer.last_row_in.next = self.settings.seq_last_row.val();
         self.sequencer.more_a.next = self.search_a.more.val();
         self.sequencer.more_b.next = self.search_b.more.val();
+        self.sequencer.warm_a.next = self.search_a.warm_start.val();
+        self.sequencer.warm_b.next = self.search_b.warm_start.val();
         self.sequencer.refused.next = self.plan.refused.val();
         self.sequencer.lane_errors.next = self.totals.errors.val();
 
@@ -437,6 +465,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // What changes once per phase, on the sequencer's registered decodes (a decode
         // of the state here would be one LUT serving registers all over the die).
         if self.sequencer.at_begin.val() {
+            self.probe_load.d.next = true;
             self.left.d.next = self.settings.n.val();
             self.lane_phase.d.next = self.phase_load.val();
             self.final_mode.d.next = false;
@@ -446,12 +475,15 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.left.d.next = self.left.q.val() - self.lane_count.val();
         }
         // PLAN, one step per cycle.
+        if self.sequencer.at_plan1.val() {
+            self.probe_load.d.next = false;
+        }
         self.plan.plan1.next = self.sequencer.at_plan1.val();
         self.plan.plan2.next = self.sequencer.at_plan2.val();
         self.plan.plan3.next = self.sequencer.at_plan3.val();
         self.plan.mode.next = self.settings.mode.val();
-        self.plan.candidates.next = self.totals.sum_a[0].val();
-        self.plan.donated.next = self.totals.sum_b[0].val();
+        self.plan.candidates.next = self.totals.total_a.val();
+        self.plan.donated.next = self.totals.total_b.val();
         self.plan.capacity.next = self.settings.capacity.val();
         self.plan.shared.next = self.settings.shared.val();
         if self.sequencer.at_search_check.val() & self.sequencer.more_any.val() {

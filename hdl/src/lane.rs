@@ -12,8 +12,9 @@
 //!
 //! Timing, for a row stepped in cycle `t` (its banks are read at the end of `t`): the
 //! bank outputs are registered in `t + 1`, LOAD writes its runs in `t + 5`, gives them to
-//! its sums then and to its key ranges in `t + 6`; SEARCH gives its counts to its sums in
-//! `t + 4`; the accumulators act on them [`crate::reduce::LATENCY`] cycles later. FINAL
+//! its totals then and to its key ranges in `t + 6`, and its counts at the warm probes
+//! to its sums in `t + 7`; SEARCH gives its counts to its sums in `t + 4`; the
+//! accumulators act on them [`crate::reduce::LATENCY`] cycles later. FINAL
 //! presents its threshold flags (`at_a`, `at_b`) in `t + 4`, takes `grant` in
 //! [`GRANT_CYCLE`] and writes the credits and allocations in `t + 14`.
 //!
@@ -44,10 +45,13 @@ pub mod phase {
 }
 
 /// Cycle (after the row's step) in which LOAD writes the row's run and gives it to the
-/// sums (the key ranges take it a cycle later).
+/// totals (the key ranges take it a cycle later).
 const LOAD_WRITE_CYCLE: usize = 5;
-/// Cycles from a row's step to its last LOAD update (key ranges).
-pub const LOAD_LATENCY: usize = LOAD_WRITE_CYCLE + 1 + crate::reduce::LATENCY;
+/// Cycle (after the row's step) in which LOAD gives the row's counts at the warm probes
+/// to the sums: the run of [`LOAD_WRITE_CYCLE`] through the warm count units' two stages.
+const LOAD_WARM_CYCLE: usize = LOAD_WRITE_CYCLE + 2;
+/// Cycles from a row's step to its last LOAD update (the warm counts).
+pub const LOAD_LATENCY: usize = LOAD_WARM_CYCLE + crate::reduce::LATENCY;
 /// Cycle (after the row's step) in which SEARCH gives the row's counts to the sums.
 const SEARCH_ADD_CYCLE: usize = 4;
 /// Cycles from a row's step to its SEARCH update (counts).
@@ -125,18 +129,23 @@ pub struct EngineLane<const A: usize> {
     /// values; registered in the lane, so that no engine signal drives every
     /// accumulator of every lane).
     pub shift: Signal<In, Bit>,
-    /// Chain from lane `i + 1`: its sum for probe 0 of A (LOAD: candidate slices).
+    /// Chain from lane `i + 1`: its sum for probe 0 of A (in LOAD at the warm probes
+    /// of [`crate::search::SearchUnit::load_probe`]; so the other sums).
     pub sum_a_in0: Signal<In, Bits<32>>,
     /// Chain: sum for probe 1 of A.
     pub sum_a_in1: Signal<In, Bits<32>>,
     /// Chain: sum for probe 2 of A.
     pub sum_a_in2: Signal<In, Bits<32>>,
-    /// Chain: sum for probe 0 of B (LOAD: keys of B).
+    /// Chain: sum for probe 0 of B.
     pub sum_b_in0: Signal<In, Bits<32>>,
     /// Chain: sum for probe 1 of B.
     pub sum_b_in1: Signal<In, Bits<32>>,
     /// Chain: sum for probe 2 of B.
     pub sum_b_in2: Signal<In, Bits<32>>,
+    /// Chain (LOAD): the keys of A (candidate slices).
+    pub total_a_in: Signal<In, Bits<32>>,
+    /// Chain (LOAD): the keys of B.
+    pub total_b_in: Signal<In, Bits<32>>,
     /// Chain (LOAD): the complement of the lowest run start of A.
     pub nfirst_a_in: Signal<In, Bits<32>>,
     /// Chain (LOAD): the highest run end of A.
@@ -160,6 +169,10 @@ pub struct EngineLane<const A: usize> {
     pub sum_b_out1: Signal<Out, Bits<32>>,
     /// Chain out: probe 2 of B.
     pub sum_b_out2: Signal<Out, Bits<32>>,
+    /// Chain out: the keys of A.
+    pub total_a_out: Signal<Out, Bits<32>>,
+    /// Chain out: the keys of B.
+    pub total_b_out: Signal<Out, Bits<32>>,
     /// Chain out: complement of the lowest start of A.
     pub nfirst_a_out: Signal<Out, Bits<32>>,
     /// Chain out: highest end of A.
@@ -260,12 +273,27 @@ pub struct EngineLane<const A: usize> {
     /// FINAL: the result, delayed until `grant`, and the tie-break slice.
     tie_break: TieBreak,
     count: [CountLane; PROBES],
+    /// LOAD (stage 5 on): the user's run counted at its search's probes, which in LOAD
+    /// are the warm probes around the last thresholds, so that a first pass that starts
+    /// warm need not stream the rows again (see [`crate::search`]): the counts reach the
+    /// sums in [`LOAD_WARM_CYCLE`]. Units of their own: a multiplexer in front of the
+    /// search's count units would lengthen the path from the banks.
+    warm: [CountLane; PROBES],
+    /// Which probes the warm counts take (the user is a borrower, from the rule's kind,
+    /// stage 5), one copy per unit; the kind of the row in stages 6 and 7.
+    wborrower5: [DFF<Bit>; PROBES],
+    nk6: DFF<Bits<2>>,
+    nk7: DFF<Bits<2>>,
     sum_a: [SatAcc; PROBES],
     sum_b: [SatAcc; PROBES],
+    /// LOAD: the keys of each search (A's are the candidate slices).
+    total_a: SatAcc,
+    total_b: SatAcc,
     /// Bits of `valid` (bit `k`: the row stepped `k + 1` cycles ago) for SEARCH's sums,
-    /// LOAD's writes, sums and key-range flags, and FINAL's writes.
+    /// LOAD's writes, totals and key-range flags, LOAD's warm counts, and FINAL's writes.
     search_bit: Constant<Bits<16>>,
     load_bit: Constant<Bits<16>>,
+    warm_bit: Constant<Bits<16>>,
     final_bit: Constant<Bits<16>>,
     mode_karma: Constant<Bits<2>>,
     mode_maxmin: Constant<Bits<2>>,
@@ -282,6 +310,8 @@ pub struct EngineLane<const A: usize> {
     reach3: Signal<Local, Bits<32>>,
     search_row: Signal<Local, Bit>,
     load_write: Signal<Local, Bit>,
+    /// A LOAD row in stage 7 (`LOAD_WARM_CYCLE`): its warm counts add to its search's sums.
+    warm_add: Signal<Local, Bit>,
     /// A LOAD row in stage 5 (`load_write`) of kind A (1) or B (2): its run adds to
     /// that search's sum, and extends its key ranges if it is not empty.
     load_a5: Signal<Local, Bit>,
@@ -302,6 +332,7 @@ impl<const A: usize> EngineLane<A> {
         EngineLane {
             search_bit: Constant::new(Bits::<16>::from(1u64 << (SEARCH_ADD_CYCLE - 1))),
             load_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_WRITE_CYCLE - 1))),
+            warm_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_WARM_CYCLE - 1))),
             final_bit: Constant::new(Bits::<16>::from(1u64 << (FINAL_LATENCY - 1))),
             mode_karma: Constant::new(Bits::<2>::from(mode::KARMA as u64)),
             mode_maxmin: Constant::new(Bits::<2>::from(mode::MAXMIN as u64)),
@@ -339,6 +370,8 @@ impl<const A: usize> EngineLane<A> {
             sum_b_in0: Default::default(),
             sum_b_in1: Default::default(),
             sum_b_in2: Default::default(),
+            total_a_in: Default::default(),
+            total_b_in: Default::default(),
             nfirst_a_in: Default::default(),
             end_a_in: Default::default(),
             nfirst_b_in: Default::default(),
@@ -350,6 +383,8 @@ impl<const A: usize> EngineLane<A> {
             sum_b_out0: Default::default(),
             sum_b_out1: Default::default(),
             sum_b_out2: Default::default(),
+            total_a_out: Default::default(),
+            total_b_out: Default::default(),
             nfirst_a_out: Default::default(),
             end_a_out: Default::default(),
             nfirst_b_out: Default::default(),
@@ -415,8 +450,14 @@ impl<const A: usize> EngineLane<A> {
             range_b: Default::default(),
             tie_break: Default::default(),
             count: array_init::array_init(|_| Default::default()),
+            warm: array_init::array_init(|_| Default::default()),
+            wborrower5: array_init::array_init(|_| Default::default()),
+            nk6: Default::default(),
+            nk7: Default::default(),
             sum_a: array_init::array_init(|_| Default::default()),
             sum_b: array_init::array_init(|_| Default::default()),
+            total_a: Default::default(),
+            total_b: Default::default(),
             karma: Default::default(),
             maxmin: Default::default(),
             load: Default::default(),
@@ -428,6 +469,7 @@ impl<const A: usize> EngineLane<A> {
             reach3: Default::default(),
             search_row: Default::default(),
             load_write: Default::default(),
+            warm_add: Default::default(),
             load_a5: Default::default(),
             load_b5: Default::default(),
             final_write: Default::default(),
@@ -441,7 +483,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         dff_setup!(
             self, clock, row_ctr, wr_ctr, valid, last_l, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand,
             ok1, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4, borrower4,
-            donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err
+            donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err, nk6, nk7
         );
         self.banks.clock.next = self.clock.val();
         for j in 0..PROBES {
@@ -449,9 +491,13 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.borrower2[j].clock.next = self.clock.val();
             self.pb[j].clock.next = self.clock.val();
             self.count[j].clock.next = self.clock.val();
+            self.warm[j].clock.next = self.clock.val();
+            self.wborrower5[j].clock.next = self.clock.val();
             self.sum_a[j].clock.next = self.clock.val();
             self.sum_b[j].clock.next = self.clock.val();
         }
+        self.total_a.clock.next = self.clock.val();
+        self.total_b.clock.next = self.clock.val();
         self.range_a.clock.next = self.clock.val();
         self.range_b.clock.next = self.clock.val();
         self.tie_break.clock.next = self.clock.val();
@@ -594,10 +640,25 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.nb5.d.next = self.rule.base.val();
         self.ne5.d.next = self.rule.error.val();
         self.ok5.d.next = self.fl4.q.val().get_bit(5);
+        for j in 0..PROBES {
+            self.wborrower5[j].d.next = self.rule.kind.val() == 1;
+        }
         self.range_a.start.next = self.rule.start.val();
         self.range_a.run.next = self.rule.run.val();
         self.range_b.start.next = self.rule.start.val();
         self.range_b.run.next = self.rule.run.val();
+
+        // Stages 5 to 7 (LOAD): the run counted at the warm probes of its search.
+        for j in 0..PROBES {
+            self.warm[j].start.next = self.ns5.q.val();
+            self.warm[j].run.next = self.nr5.q.val();
+            self.warm[j].probe.next = self.pb[j].q.val();
+            if self.wborrower5[j].q.val() {
+                self.warm[j].probe.next = self.pa[j].q.val();
+            }
+        }
+        self.nk6.d.next = self.nk5.q.val();
+        self.nk7.d.next = self.nk6.q.val();
 
         // Stage 4 (FINAL): the keys below the threshold are taken; the tie-break slice
         // comes later (`grant`).
@@ -612,26 +673,38 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.tie_break.exists_in.next = self.kd4.q.val().get_bit(2);
         self.tie_break.grant.next = self.grant.val();
 
-        // SEARCH (cycle 4) and LOAD (cycle 5): sums; LOAD (cycle 6): key ranges (each
-        // accumulator registers what it is given, `crate::reduce::LATENCY`).
+        // SEARCH (cycle 4) and LOAD (cycle 7): sums; LOAD (cycle 5): totals; LOAD (cycle
+        // 6): key ranges (each accumulator registers what it is given,
+        // `crate::reduce::LATENCY`).
         self.search_row.next = (self.valid.q.val() & self.search_bit.val()) != 0;
         self.load_write.next = self.load.val() & ((self.valid.q.val() & self.load_bit.val()) != 0);
+        self.warm_add.next = self.load.val() & ((self.valid.q.val() & self.warm_bit.val()) != 0);
         for j in 0..PROBES {
             self.sum_a[j].x.next = self.count[j].count.val();
             self.sum_b[j].x.next = self.count[j].count.val();
             self.sum_a[j].add.next = self.search.val() & self.search_row.val() & self.borrower4.q.val();
             self.sum_b[j].add.next = self.search.val() & self.search_row.val() & self.donor4.q.val();
+            if self.load.val() {
+                self.sum_a[j].x.next = self.warm[j].count.val();
+                self.sum_b[j].x.next = self.warm[j].count.val();
+                self.sum_a[j].add.next = self.warm_add.val() & (self.nk7.q.val() == 1);
+                self.sum_b[j].add.next = self.warm_add.val() & (self.nk7.q.val() == 2);
+            }
             self.sum_a[j].shift.next = self.shift_l.q.val();
             self.sum_b[j].shift.next = self.shift_l.q.val();
         }
         self.load_a5.next = self.load_write.val() & (self.nk5.q.val() == 1);
         self.load_b5.next = self.load_write.val() & (self.nk5.q.val() == 2);
-        if self.load.val() {
-            self.sum_a[0].x.next = self.nr5.q.val();
-            self.sum_b[0].x.next = self.nr5.q.val();
-            self.sum_a[0].add.next = self.load_a5.val();
-            self.sum_b[0].add.next = self.load_b5.val();
-        }
+        self.total_a.x.next = self.nr5.q.val();
+        self.total_b.x.next = self.nr5.q.val();
+        self.total_a.add.next = self.load_a5.val();
+        self.total_b.add.next = self.load_b5.val();
+        self.total_a.shift.next = self.shift_l.q.val();
+        self.total_b.shift.next = self.shift_l.q.val();
+        self.total_a.shift_in.next = self.total_a_in.val();
+        self.total_b.shift_in.next = self.total_b_in.val();
+        self.total_a_out.next = self.total_a.q.val();
+        self.total_b_out.next = self.total_b.q.val();
         self.sum_a[0].shift_in.next = self.sum_a_in0.val();
         self.sum_a[1].shift_in.next = self.sum_a_in1.val();
         self.sum_a[2].shift_in.next = self.sum_a_in2.val();
@@ -749,7 +822,8 @@ mod tests {
 
     /// The whole lane as a pipeline, quantum after quantum on one lane (its banks
     /// carry what the last quantum left): balances written through the credit port,
-    /// LOAD (the users' runs summed per search, the key ranges, the errors), a SEARCH
+    /// LOAD (the users' runs summed per search, counted at three probes per search, the
+    /// key ranges, the errors), a SEARCH
     /// pass (keys below three probes per search), FINAL (the keys at the thresholds
     /// flagged, random tie-break grants among them, the allocations and balances
     /// written), the results taken from the result queue at random and the balances
@@ -800,7 +874,20 @@ mod tests {
             tick(&mut l);
             l.start.next = false;
 
-            // LOAD.
+            // LOAD, with the probes a warm first pass would take (any probes: LOAD counts
+            // each user's run at its search's).
+            let runs = |k: u64| -> Vec<(u64, u64)> {
+                want.iter().filter(|w| w.0 == k && w.2 != 0).map(|w| (w.1, w.2)).collect()
+            };
+            let (runs_a, runs_b) = (runs(kind::BORROWER), runs(kind::DONOR));
+            let la: [u64; PROBES] = std::array::from_fn(|_| probe(&mut rng, &runs_a));
+            let lb: [u64; PROBES] = std::array::from_fn(|_| probe(&mut rng, &runs_b));
+            for (port, p) in [&mut l.probe_a0, &mut l.probe_a1, &mut l.probe_a2].into_iter().zip(la) {
+                port.next = word(p);
+            }
+            for (port, p) in [&mut l.probe_b0, &mut l.probe_b1, &mut l.probe_b2].into_iter().zip(lb) {
+                port.next = word(p);
+            }
             clear(&mut l);
             enter(&mut l, phase::LOAD);
             for u in &users {
@@ -823,15 +910,16 @@ mod tests {
                 tick(&mut l);
                 continue;
             }
-            let runs = |k: u64| -> Vec<(u64, u64)> {
-                want.iter().filter(|w| w.0 == k && w.2 != 0).map(|w| (w.1, w.2)).collect()
-            };
-            let (runs_a, runs_b) = (runs(kind::BORROWER), runs(kind::DONOR));
             let sum = |k: u64| want.iter().filter(|w| w.0 == k).map(|w| w.2).sum::<u64>();
             let nfirst = |r: &[(u64, u64)]| r.iter().map(|x| !x.0 & 0xffff_ffff).max().unwrap_or(0);
             let end = |r: &[(u64, u64)]| r.iter().map(|x| x.0 + x.1).max().unwrap_or(0);
-            let got = (l.sum_a_out0.val().to_u64(), l.sum_b_out0.val().to_u64());
-            assert_eq!(got, (sum(kind::BORROWER), sum(kind::DONOR)), "quantum {quantum}: LOAD sums of {users:?}");
+            let got = (l.total_a_out.val().to_u64(), l.total_b_out.val().to_u64());
+            assert_eq!(got, (sum(kind::BORROWER), sum(kind::DONOR)), "quantum {quantum}: LOAD totals of {users:?}");
+            let counts = |p: u64, k: u64| want.iter().filter(|w| w.0 == k).map(|w| below(p, w.1, w.2)).sum::<u64>();
+            let got_a = [&l.sum_a_out0, &l.sum_a_out1, &l.sum_a_out2].map(|s| s.val().to_u64());
+            let got_b = [&l.sum_b_out0, &l.sum_b_out1, &l.sum_b_out2].map(|s| s.val().to_u64());
+            assert_eq!(got_a, la.map(|p| counts(p, kind::BORROWER)), "quantum {quantum}: LOAD at {la:?} of {users:?}");
+            assert_eq!(got_b, lb.map(|p| counts(p, kind::DONOR)), "quantum {quantum}: LOAD at {lb:?} of {users:?}");
             let got = (l.nfirst_a_out.val().to_u64(), l.end_a_out.val().to_u64());
             assert_eq!(got, (nfirst(&runs_a), end(&runs_a)), "quantum {quantum}: range A of {users:?}");
             let got = (l.nfirst_b_out.val().to_u64(), l.end_b_out.val().to_u64());
@@ -857,7 +945,6 @@ mod tests {
             for _ in 0..SEARCH_LATENCY + 2 {
                 tick(&mut l);
             }
-            let counts = |p: u64, k: u64| want.iter().filter(|w| w.0 == k).map(|w| below(p, w.1, w.2)).sum::<u64>();
             let got_a = [&l.sum_a_out0, &l.sum_a_out1, &l.sum_a_out2].map(|s| s.val().to_u64());
             let got_b = [&l.sum_b_out0, &l.sum_b_out1, &l.sum_b_out2].map(|s| s.val().to_u64());
             assert_eq!(got_a, pa.map(|p| counts(p, kind::BORROWER)), "quantum {quantum}: probes {pa:?} of {users:?}");

@@ -155,25 +155,30 @@ impl Logic for MaxAcc {
 }
 
 /// The engine's end of the lanes' shift chain: what leaves lane 0 during a reduction,
-/// added up (each probe's sum of both searches) or kept as the quantum's key ranges
-/// and error bits (LOAD). The sums are cleared before each pass, the key ranges and the
-/// error bits with the quantum; a chain ends in zero, every accumulator's identity.
+/// added up (each probe's sum of both searches, and in LOAD each search's keys) or
+/// kept as the quantum's key ranges and error bits (LOAD). The sums are cleared before
+/// each pass that streams the rows (`clear`), the keys, key ranges and error bits with
+/// the quantum; a chain ends in zero, every accumulator's identity.
 #[derive(LogicBlock, Default)]
 pub struct Totals {
     /// Clock.
     pub clock: Signal<In, Clock>,
     /// Lane 0's sums leave it this cycle: add them.
     pub add: Signal<In, Bit>,
-    /// Clear the sums (a pass begins).
+    /// Clear the sums (a pass begins, or a quantum).
     pub clear: Signal<In, Bit>,
     /// Lane 0's key ranges and error bits leave it this cycle (LOAD): take them.
     pub take: Signal<In, Bit>,
-    /// Clear the key ranges and error bits (a quantum begins).
+    /// Clear the keys, key ranges and error bits (a quantum begins).
     pub clear_ranges: Signal<In, Bit>,
     /// Lane 0's sum per probe of search A.
     pub sum_a_in: [Signal<In, Bits<32>>; crate::count_lane::PROBES],
     /// Lane 0's sum per probe of search B.
     pub sum_b_in: [Signal<In, Bits<32>>; crate::count_lane::PROBES],
+    /// Lane 0's keys of A (LOAD).
+    pub total_a_in: Signal<In, Bits<32>>,
+    /// Lane 0's keys of B (LOAD).
+    pub total_b_in: Signal<In, Bits<32>>,
     /// Lane 0's complemented lowest start of A.
     pub nfirst_a_in: Signal<In, Bits<32>>,
     /// Lane 0's highest end of A.
@@ -188,6 +193,10 @@ pub struct Totals {
     pub sum_a: [Signal<Out, Bits<32>>; crate::count_lane::PROBES],
     /// The sums of search B, per probe.
     pub sum_b: [Signal<Out, Bits<32>>; crate::count_lane::PROBES],
+    /// The keys of A (the candidate slices).
+    pub total_a: Signal<Out, Bits<32>>,
+    /// The keys of B.
+    pub total_b: Signal<Out, Bits<32>>,
     /// The complement of A's lowest start.
     pub nfirst_a: Signal<Out, Bits<32>>,
     /// A's highest end.
@@ -200,6 +209,8 @@ pub struct Totals {
     pub errors: Signal<Out, Bits<2>>,
     sum_a_acc: [SatAcc; crate::count_lane::PROBES],
     sum_b_acc: [SatAcc; crate::count_lane::PROBES],
+    total_a_acc: SatAcc,
+    total_b_acc: SatAcc,
     nfirst_a_acc: MaxAcc,
     end_a_acc: MaxAcc,
     nfirst_b_acc: MaxAcc,
@@ -225,6 +236,18 @@ impl Logic for Totals {
             self.sum_a[j].next = self.sum_a_acc[j].q.val();
             self.sum_b[j].next = self.sum_b_acc[j].q.val();
         }
+        self.total_a_acc.clock.next = self.clock.val();
+        self.total_b_acc.clock.next = self.clock.val();
+        self.total_a_acc.x.next = self.total_a_in.val();
+        self.total_b_acc.x.next = self.total_b_in.val();
+        self.total_a_acc.add.next = self.take.val();
+        self.total_b_acc.add.next = self.take.val();
+        self.total_a_acc.shift.next = self.clear_ranges.val();
+        self.total_b_acc.shift.next = self.clear_ranges.val();
+        self.total_a_acc.shift_in.next = 0.into();
+        self.total_b_acc.shift_in.next = 0.into();
+        self.total_a.next = self.total_a_acc.q.val();
+        self.total_b.next = self.total_b_acc.q.val();
         self.nfirst_a_acc.clock.next = self.clock.val();
         self.end_a_acc.clock.next = self.clock.val();
         self.nfirst_b_acc.clock.next = self.clock.val();

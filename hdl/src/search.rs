@@ -86,6 +86,15 @@ pub struct SearchUnit {
     pub rest: Signal<Out, Bits<32>>,
     /// Another pass is needed (two cycles after the interval changed).
     pub more: Signal<Out, Bit>,
+    /// The probes of a warm first pass as LOAD counts them, before the interval is
+    /// known: `t - WARM_SPAN`, `t` and `t + WARM_SPAN` around the last threshold `t`,
+    /// saturated at 0 and `2^32 - 1` (registered; stable while no search ends). Once the
+    /// pass starts warm, the keys below them are the keys below its probes: a probe
+    /// clamped to an end of the interval moved only where no key lies.
+    pub load_probe: [Signal<Out, Bits<32>>; PROBES],
+    /// The first pass starts warm (four cycles after `init`, valid until the interval
+    /// first narrows): its counts may be LOAD's, made at [`Self::load_probe`].
+    pub warm_start: Signal<Out, Bit>,
     target_r: DFF<Bits<32>>,
     /// `count` and `total`, registered beside the comparisons that read them.
     count_r: [DFF<Bits<32>>; PROBES],
@@ -140,6 +149,10 @@ pub struct SearchUnit {
     prev_plus: DFF<Bits<32>>,
     warm: DFF<Bit>,
     warm_probe: [DFF<Bits<32>>; PROBES],
+    /// `load_probe`, and whether `t` is within `WARM_SPAN` of either end of the 32 bits.
+    load_probe_r: [DFF<Bits<32>>; PROBES],
+    prev_low: DFF<Bit>,
+    prev_high: DFF<Bit>,
     quarter: Signal<Local, Bits<32>>,
     step2: Signal<Local, Bits<32>>,
     max: Constant<Bits<32>>,
@@ -201,6 +214,11 @@ impl Default for SearchUnit {
             prev_plus: Default::default(),
             warm: Default::default(),
             warm_probe: Default::default(),
+            load_probe: Default::default(),
+            warm_start: Default::default(),
+            load_probe_r: Default::default(),
+            prev_low: Default::default(),
+            prev_high: Default::default(),
             quarter: Default::default(),
             step2: Default::default(),
             max: Constant::new(Bits::<32>::from(0xFFFF_FFFF_u64)),
@@ -245,7 +263,9 @@ impl Logic for SearchUnit {
             room_hi,
             prev_minus,
             prev_plus,
-            warm
+            warm,
+            prev_low,
+            prev_high
         );
         for j in 0..PROBES {
             self.below[j].clock.next = self.clock.val();
@@ -255,6 +275,8 @@ impl Logic for SearchUnit {
             self.in_range[j].clock.next = self.clock.val();
             self.probe_r[j].clock.next = self.clock.val();
             self.warm_probe[j].clock.next = self.clock.val();
+            self.load_probe_r[j].clock.next = self.clock.val();
+            self.load_probe[j].next = self.load_probe_r[j].q.val();
             self.below[j].d.next = self.below[j].q.val();
         }
         // The probes, one stage per cycle: the length, the step, its multiples, the
@@ -290,6 +312,19 @@ impl Logic for SearchUnit {
         self.warm_probe[2].d.next = self.hi.q.val();
         if self.room_hi.q.val() > self.span.val() {
             self.warm_probe[2].d.next = self.prev_plus.q.val();
+        }
+        self.warm_start.next = self.warm.q.val();
+        // LOAD's probes: the last threshold and WARM_SPAN on either side, saturated.
+        self.prev_low.d.next = self.prev.q.val() < self.span.val();
+        self.prev_high.d.next = self.prev.q.val() > (self.max.val() - self.span.val());
+        self.load_probe_r[0].d.next = self.prev_minus.q.val();
+        if self.prev_low.q.val() {
+            self.load_probe_r[0].d.next = 0.into();
+        }
+        self.load_probe_r[1].d.next = self.prev.q.val();
+        self.load_probe_r[2].d.next = self.prev_plus.q.val();
+        if self.prev_high.q.val() {
+            self.load_probe_r[2].d.next = self.max.val();
         }
         for j in 0..PROBES {
             self.probe_r[j].d.next = self.hi.q.val();
@@ -402,8 +437,13 @@ mod tests {
     /// Runs one search as the engine drives it (target loaded, `init`, then per pass:
     /// `check` `PROBE_LATENCY` cycles after the interval's last change, the next cycle
     /// the probes counted, `update1`, `update2` with the counts held). Returns the
-    /// threshold, the rest and the passes.
-    fn run(s: &mut SearchUnit, keys: &[u64], target: u64) -> (u64, u64, usize) {
+    /// threshold, the rest, the passes and whether the first started warm (then the
+    /// keys below LOAD's probes must be the keys below the pass's probes: checked here;
+    /// LOAD's probes are read at the first check, as they were during LOAD: they follow
+    /// the last threshold, which only the end of a search changes).
+    fn run(s: &mut SearchUnit, keys: &[u64], target: u64) -> (u64, u64, usize, bool) {
+        let below = |p: u64| keys.iter().filter(|&&k| k < p).count() as u64;
+        let mut warm_first = false;
         let (first, beyond) = match (keys.iter().min(), keys.iter().max()) {
             (Some(&lo), Some(&hi)) => (lo, hi + 1),
             _ => (0, 1),
@@ -446,10 +486,15 @@ mod tests {
             passes += 1;
             assert!(passes <= 40, "the search does not end");
             settle(s);
+            if passes == 1 && s.warm_start.val() {
+                warm_first = true;
+                for j in 0..PROBES {
+                    let (l, probe) = (s.load_probe[j].val().to_u64(), s.probe[j].val().to_u64());
+                    assert_eq!(below(l), below(probe), "LOAD's probe {j} ({l}) against the warm pass's ({probe})");
+                }
+            }
             for j in 0..PROBES {
-                let probe = s.probe[j].val().to_u64();
-                let below = keys.iter().filter(|&&k| k < probe).count() as u64;
-                s.count[j].next = below.into();
+                s.count[j].next = below(s.probe[j].val().to_u64()).into();
             }
             // The counts arrive a cycle before `update1`, and hold until `update2`.
             settle(s);
@@ -468,7 +513,7 @@ mod tests {
             s.update2.next = false;
         }
         settle(s);
-        (s.threshold.val().to_u64(), s.rest.val().to_u64(), passes)
+        (s.threshold.val().to_u64(), s.rest.val().to_u64(), passes, warm_first)
     }
 
     /// The obvious model: the keys sorted; the `target`-th smallest (from 1) and how
@@ -545,7 +590,7 @@ mod tests {
             let base = rng.gen_range(0..=(1u64 << 31) - span);
             let keys: Vec<u64> = (0..n).map(|_| base + rng.gen_range(0..span)).collect();
             for target in 0..=n as u64 {
-                let (threshold, rest, passes) = run(&mut s, &keys, target);
+                let (threshold, rest, passes, _) = run(&mut s, &keys, target);
                 let ctx = format!("keys {keys:?}, target {target}");
                 assert_eq!((threshold, rest), model(&keys, target), "{ctx}");
                 let range = keys.iter().max().unwrap_or(&0) - keys.iter().min().unwrap_or(&0) + 1;
@@ -564,25 +609,53 @@ mod tests {
     /// exact; where the new threshold lies within `WARM_SPAN` of the last (and the last
     /// inside the interval), the search takes at most two passes, where a cold search's
     /// worst case over these ranges is four or more; elsewhere at most one more than
-    /// that worst case.
+    /// that worst case. A first pass starts warm exactly when the last threshold lies
+    /// inside the interval, and then the keys below LOAD's probes are the pass's counts.
     #[test]
     fn a_threshold_near_the_last_one_takes_two_passes() {
-        let mut rng = ChaCha8Rng::seed_from_u64(43);
+        let (hits, misses, warm_firsts) = drifting(43, 1_000..1_300);
+        assert!(hits > 300 && misses > 20, "{hits} warm hits over ranges of four cold passes, {misses} others");
+        assert!(warm_firsts > 300, "{warm_firsts} first passes started warm");
+    }
+
+    /// The same at both ends of the keys' 32 bits, where LOAD's probes saturate (keys
+    /// packed within 12 of 0 and of `2^32 - 2`, the highest a run can hold, so that most
+    /// thresholds lie within `WARM_SPAN` of an end).
+    #[test]
+    fn loads_probes_saturate_at_both_ends_of_the_keys() {
+        let top = 0xFFFF_FFFE_u64;
+        for (seed, range) in [(44, 0..12), (45, top - 11..top + 1)] {
+            let (_, _, warm_firsts) = drifting(seed, range.clone());
+            assert!(warm_firsts > 300, "{range:?}: {warm_firsts} first passes started warm");
+        }
+    }
+
+    /// Searches over 60 keys drawn from `range` that drift a little each round, 600
+    /// rounds: each exact, the passes bounded as `a_threshold_near_the_last_one_takes_two_passes`
+    /// says; returns the warm hits (over ranges that take four cold passes or more), the
+    /// other searches, and the first passes that started warm.
+    fn drifting(seed: u64, range: std::ops::Range<u64>) -> (usize, usize, usize) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut s = SearchUnit::default();
         s.connect_all();
-        let (mut prev, mut hits, mut misses) = (None, 0, 0);
-        let mut keys: Vec<u64> = (0..60).map(|_| rng.gen_range(1_000..1_300)).collect();
+        let (mut prev, mut hits, mut misses, mut warm_firsts) = (None, 0, 0, 0);
+        let (low, high) = (range.start, range.end - 1);
+        let mut keys: Vec<u64> = (0..60).map(|_| rng.gen_range(range.clone())).collect();
         let mut target = 30;
         for round in 0..600 {
             // Every key and the target move a little; now and then a jump.
             let jump = rng.gen_bool(0.1);
             for k in keys.iter_mut() {
-                *k = (*k + rng.gen_range(0..3)).saturating_sub(1);
+                *k = (*k + rng.gen_range(0..3)).saturating_sub(1).clamp(low, high);
             }
             target = if jump { rng.gen_range(1..60) } else { (target + rng.gen_range(0..3)).clamp(2, 59) - 1 };
-            let (threshold, rest, passes) = run(&mut s, &keys, target);
+            let (threshold, rest, passes, warm_first) = run(&mut s, &keys, target);
             let ctx = format!("round {round}: keys {keys:?}, target {target}");
             assert_eq!((threshold, rest), model(&keys, target), "{ctx}");
+            if passes > 0 {
+                assert_eq!(warm_first, warm(prev, &keys).is_some(), "the first pass starts warm: {ctx}");
+                warm_firsts += usize::from(warm_first);
+            }
             let range = keys.iter().max().unwrap() - keys.iter().min().unwrap() + 1;
             let cold = worst_passes(range, &mut std::collections::HashMap::new());
             match warm(prev, &keys) {
@@ -597,6 +670,6 @@ mod tests {
             }
             prev = last_found(prev, &keys, target);
         }
-        assert!(hits > 300 && misses > 20, "{hits} warm hits over ranges of four cold passes, {misses} others");
+        (hits, misses, warm_firsts)
     }
 }

@@ -103,6 +103,11 @@ pub struct Sequencer<const A: usize> {
     pub more_a: Signal<In, Bit>,
     /// See `more_a`.
     pub more_b: Signal<In, Bit>,
+    /// Each search unit's first pass starts warm (its counts may be LOAD's): with
+    /// `more_*`, whether the first pass streams the rows.
+    pub warm_a: Signal<In, Bit>,
+    /// See `warm_a`.
+    pub warm_b: Signal<In, Bit>,
     /// The capacity check refused the quantum (final from Plan2 on).
     pub refused: Signal<In, Bit>,
     /// The lanes reported bad input (final from Plan1 on).
@@ -127,8 +132,8 @@ pub struct Sequencer<const A: usize> {
     /// Registered decodes of the state (computed from the next state): the state is
     /// LoadRun (the demand stream's `in_ready`), a row enters the lanes in SEARCH or
     /// FINAL, FINAL's rows enter, the lanes' counters restart, the lanes' sums shift,
-    /// the engine's sums clear (Begin, SearchCheck), its key ranges clear (Begin),
-    /// results are shown.
+    /// the engine's sums clear (Begin, SearchIssue: they hold LOAD's counts until a pass
+    /// streams), its key ranges clear (Begin), results are shown.
     pub at_load_run: Signal<Out, Bit>,
     /// See `at_load_run`.
     pub at_issue: Signal<Out, Bit>,
@@ -206,6 +211,11 @@ pub struct Sequencer<const A: usize> {
     /// The row streamed now is the last of the quantum.
     row_last_r: DFF<Bit>,
     more_r: DFF<Bit>,
+    /// The first pass's counts are LOAD's: every search that needs a pass starts it
+    /// warm (registered `(!more_a | warm_a) & (!more_b | warm_b)`, valid with `more_r`).
+    loaded_r: DFF<Bit>,
+    /// The next SearchCheck is the quantum's first (from SearchInit on).
+    first_r: DFF<Bit>,
     /// PLAN stops the quantum: refused, or bad input (final before Plan4 reads it).
     stop_r: DFF<Bit>,
     /// The next state, one bit per phase (`nx_active`: not Idle).
@@ -231,6 +241,8 @@ pub struct Sequencer<const A: usize> {
     nx_final_issue: Signal<Local, Bit>,
     nx_emit: Signal<Local, Bit>,
     countdown_next: Signal<Local, Bits<8>>,
+    /// SearchCheck skips the rows of the first pass (see `loaded_r`).
+    skip: Signal<Local, Bit>,
     row_next: Signal<Local, Bits<A>>,
     taken: Signal<Local, Bit>,
     idle_start: Signal<Local, Bit>,
@@ -256,6 +268,8 @@ impl<const A: usize> Sequencer<A> {
             last_row_in: Default::default(),
             more_a: Default::default(),
             more_b: Default::default(),
+            warm_a: Default::default(),
+            warm_b: Default::default(),
             refused: Default::default(),
             lane_errors: Default::default(),
             more_any: Default::default(),
@@ -310,6 +324,8 @@ impl<const A: usize> Sequencer<A> {
             countdown_zero: Default::default(),
             row_last_r: Default::default(),
             more_r: Default::default(),
+            loaded_r: Default::default(),
+            first_r: Default::default(),
             stop_r: Default::default(),
             nx_active: Default::default(),
             nx_begin: Default::default(),
@@ -333,6 +349,7 @@ impl<const A: usize> Sequencer<A> {
             nx_final_issue: Default::default(),
             nx_emit: Default::default(),
             countdown_next: Default::default(),
+            skip: Default::default(),
             row_next: Default::default(),
             taken: Default::default(),
             idle_start: Default::default(),
@@ -380,6 +397,8 @@ impl<const A: usize> Logic for Sequencer<A> {
             countdown_zero,
             row_last_r,
             more_r,
+            loaded_r,
+            first_r,
             stop_r
         );
         self.taken.next = self.is_load_run.q.val() & self.in_valid.val();
@@ -409,13 +428,16 @@ impl<const A: usize> Logic for Sequencer<A> {
             | self.is_update2.q.val()
             | (self.is_search_wait.q.val() & !self.countdown_zero.q.val());
         self.nx_search_check.next = self.is_search_wait.q.val() & self.countdown_zero.q.val();
-        self.nx_search_issue.next = (self.is_search_check.q.val() & self.more_r.q.val())
+        // The first pass, where LOAD counted it, goes straight to the narrowing.
+        self.skip.next = self.first_r.q.val() & self.loaded_r.q.val();
+        self.nx_search_issue.next = (self.is_search_check.q.val() & self.more_r.q.val() & !self.skip.val())
             | (self.is_search_issue.q.val() & !self.row_last_r.q.val());
         self.nx_search_drain.next = (self.is_search_issue.q.val() & self.row_last_r.q.val())
             | (self.is_search_drain.q.val() & !self.countdown_zero.q.val());
         self.nx_search_reduce.next = (self.is_search_drain.q.val() & self.countdown_zero.q.val())
             | (self.is_search_reduce.q.val() & !self.countdown_zero.q.val());
-        self.nx_update1.next = self.is_search_reduce.q.val() & self.countdown_zero.q.val();
+        self.nx_update1.next = (self.is_search_reduce.q.val() & self.countdown_zero.q.val())
+            | (self.is_search_check.q.val() & self.more_r.q.val() & self.skip.val());
         self.nx_update2.next = self.is_update1.q.val();
         self.nx_final_start.next = self.is_search_check.q.val() & !self.more_r.q.val();
         self.nx_final_wait.next =
@@ -529,6 +551,13 @@ impl<const A: usize> Logic for Sequencer<A> {
             self.row_last_r.d.next = self.last_row_in.val() == 0;
         }
         self.more_r.d.next = self.more_a.val() | self.more_b.val();
+        self.loaded_r.d.next = (!self.more_a.val() | self.warm_a.val()) & (!self.more_b.val() | self.warm_b.val());
+        if self.is_search_init.q.val() {
+            self.first_r.d.next = true;
+        }
+        if self.is_search_check.q.val() {
+            self.first_r.d.next = false;
+        }
         self.stop_r.d.next = self.refused.val() | (self.lane_errors.val() != 0);
         // The engine's copies of the state.
         self.decodes.clock.next = self.clock.val();
@@ -808,7 +837,7 @@ impl Logic for Decodes {
         self.final_issue_r.d.next = self.final_issue.val();
         self.restart_r.d.next = !self.active.val() | self.search_check.val() | self.final_start.val();
         self.reduce_r.d.next = self.load_reduce.val() | self.search_reduce.val();
-        self.clear_r.d.next = self.phase_begin.val() | self.search_check.val();
+        self.clear_r.d.next = self.phase_begin.val() | self.search_issue.val();
         self.begin_r.d.next = self.phase_begin.val();
         self.load_target_r.d.next = self.plan4.val();
         self.search_init_r.d.next = self.search_init.val();
@@ -941,6 +970,8 @@ mod tests {
         last_row: u64,
         more_a: bool,
         more_b: bool,
+        warm_a: bool,
+        warm_b: bool,
         refused: bool,
         lane_errors: u64,
     }
@@ -956,6 +987,10 @@ mod tests {
         countdown_zero: bool,
         row_last: bool,
         more: bool,
+        /// Every search that needs a pass starts it warm (the inputs, registered).
+        loaded: bool,
+        /// The next SearchCheck is the first since SearchInit.
+        first: bool,
         stop: bool,
         busy: bool,
         /// The cycle after the quantum ends: still busy, the state Idle.
@@ -980,7 +1015,7 @@ mod tests {
             p == FinalIssue,
             p == Idle || p == SearchCheck || p == FinalStart,
             p == LoadReduce || p == SearchReduce,
-            p == Begin || p == SearchCheck,
+            p == Begin || p == SearchIssue,
             p == Begin,
             p == Plan4,
             p == SearchInit,
@@ -1026,6 +1061,8 @@ mod tests {
                 countdown_zero: false,
                 row_last: false,
                 more: false,
+                loaded: false,
+                first: false,
                 stop: false,
                 busy: false,
                 closing: false,
@@ -1085,10 +1122,14 @@ mod tests {
                     finish = self.stop;
                     next = if self.stop { Idle } else { SearchInit };
                 }
-                SearchInit => (countdown, next) = (probe_wait, SearchWait),
+                SearchInit => (countdown, next, self.first) = (probe_wait, SearchWait, true),
                 SearchWait if cz => next = SearchCheck,
                 SearchWait => {}
-                SearchCheck => (row, next) = (0, if self.more { SearchIssue } else { FinalStart }),
+                // The first pass with LOAD's counts: straight to the narrowing.
+                SearchCheck if self.more && self.first && self.loaded => {
+                    (row, next, self.first) = (0, SearchUpdate1, false)
+                }
+                SearchCheck => (row, next, self.first) = (0, if self.more { SearchIssue } else { FinalStart }, false),
                 SearchIssue if self.row_last => (row, countdown, next) = (0, search_wait, SearchDrain),
                 FinalIssue if self.row_last => (row, next) = (0, Emit),
                 SearchIssue | FinalIssue => row = self.row + 1,
@@ -1119,6 +1160,7 @@ mod tests {
             (self.phase, self.countdown, self.countdown_zero) = (next, countdown, countdown == 0);
             (self.row, self.last_row) = (row % ROWS, last_row);
             self.more = i.more_a || i.more_b;
+            self.loaded = (!i.more_a || i.warm_a) && (!i.more_b || i.warm_b);
             self.stop = i.refused || i.lane_errors != 0;
             self.at = decodes(next);
         }
@@ -1141,6 +1183,7 @@ mod tests {
         let mut m = Model::new();
         let mut visits = std::collections::HashMap::new();
         let mut lane_busy = false;
+        let mut exits = std::collections::HashMap::new();
         for cycle in 0..60_000 {
             let i = Inputs {
                 start: rng.gen_bool(0.5),
@@ -1150,6 +1193,8 @@ mod tests {
                 last_row: if rng.gen_bool(0.5) { 0 } else { rng.gen_range(0..ROWS) },
                 more_a: rng.gen_bool(0.3),
                 more_b: rng.gen_bool(0.3),
+                warm_a: rng.gen_bool(0.5),
+                warm_b: rng.gen_bool(0.5),
                 refused: rng.gen_bool(0.03),
                 lane_errors: if rng.gen_bool(0.03) { rng.gen_range(1..4) } else { 0 },
             };
@@ -1160,6 +1205,8 @@ mod tests {
             s.last_row_in.next = i.last_row.into();
             s.more_a.next = i.more_a;
             s.more_b.next = i.more_b;
+            s.warm_a.next = i.warm_a;
+            s.warm_b.next = i.warm_b;
             s.refused.next = i.refused;
             s.lane_errors.next = i.lane_errors.into();
             assert!(simulate(&mut s, 1000));
@@ -1169,8 +1216,12 @@ mod tests {
             // A lane's copy of `busy`, from `start` and the registered `at_idle`.
             lane_busy = (!lane_busy & i.start) | !s.at_idle.val();
             tick(&mut s);
+            let was = m.phase;
             m.step(&i);
             *visits.entry(format!("{:?}", m.phase)).or_insert(0u32) += 1;
+            if was == Phase::SearchCheck {
+                *exits.entry(format!("{:?}", m.phase)).or_insert(0u32) += 1;
+            }
             assert_eq!(s.trace.phase.val(), m.phase, "phase: {ctx}");
             assert_eq!(outputs(&s), m.at, "decodes: {ctx}");
             assert_eq!(s.more_any.val(), m.more, "more_any: {ctx}");
@@ -1183,5 +1234,9 @@ mod tests {
         // Every one of the 21 phases, each often enough that its exits were taken.
         assert_eq!(visits.len(), 21, "phases visited: {visits:?}");
         assert!(visits.values().all(|&v| v >= 100), "phases visited: {visits:?}");
+        // SearchCheck's three exits: a pass that streams, a first pass of LOAD's counts
+        // (straight to the narrowing), FINAL.
+        assert_eq!(exits.len(), 3, "SearchCheck's exits: {exits:?}");
+        assert!(exits.values().all(|&v| v >= 50), "SearchCheck's exits: {exits:?}");
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{cycles_without_search, random_pool, random_quantum, software};
+use common::{passes_of, random_pool, random_quantum, software};
 use fairshare_hdl::engine_sim::EngineSim;
 
 /// The paper's worked example (`vectors/karma_paper.json`, figure 3) on the engine,
@@ -33,11 +33,12 @@ use rand_chacha::ChaCha8Rng;
 
 /// Random sequences of quanta (modes mixed, credits carried on the engine and in
 /// software, every other sequence with random stalls on both streams) on an engine of
-/// `P` lanes and `2^A` rows; returns how many unstalled quanta ran a threshold search.
-fn random_against_software<const P: usize, const A: usize>(seed: u64, sequences: usize) -> usize {
+/// `P` lanes and `2^A` rows; returns how many unstalled quanta ran a threshold search,
+/// and how many of those took their first pass from LOAD's counts.
+fn random_against_software<const P: usize, const A: usize>(seed: u64, sequences: usize) -> (usize, usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let max_users = P << A;
-    let mut checked = 0;
+    let (mut checked, mut loaded) = (0, 0);
     for s in 0..sequences {
         let mut e = EngineSim::<P, A>::new();
         e.stall_seed = if s % 2 == 1 { seed * 1_000_003 + s as u64 } else { 0 };
@@ -56,30 +57,34 @@ fn random_against_software<const P: usize, const A: usize>(seed: u64, sequences:
             credits = after;
             if e.stall_seed == 0 {
                 // The formula of docs/engine.md, exactly, for some number of passes.
-                let fits = (0..=fairshare_hdl::search::MAX_PASSES)
-                    .any(|k| fairshare_hdl::engine::cycles(n, P, k) == got.cycles as usize);
-                assert!(fits, "{} cycles fit no pass count of engine::cycles, {ctx}", got.cycles);
-                if got.cycles > cycles_without_search(n, P) {
-                    checked += 1;
-                }
+                let passes = passes_of(n, P, got.cycles as usize);
+                let (k, first_loaded) = passes
+                    .unwrap_or_else(|| panic!("{} cycles fit no pass count of engine::cycles, {ctx}", got.cycles));
+                checked += usize::from(k > 0);
+                loaded += usize::from(first_loaded);
             }
         }
         assert_eq!(e.read_credits(n), credits, "credit port after sequence {s}");
     }
-    checked
+    (checked, loaded)
 }
 
 #[test]
 fn random_quanta_match_software_4_lanes() {
-    // 720 quanta; the count is of those that exercised the search (coverage).
-    let searched = random_against_software::<4, 2>(1, 120);
+    // 720 quanta; the counts are of those that exercised the search and its first pass
+    // from LOAD's counts (coverage).
+    let (searched, loaded) = random_against_software::<4, 2>(1, 120);
     assert!(searched >= 50, "only {searched} quanta ran a threshold search");
+    // 62 of 117 in this run (seed 1): the first pass from LOAD's counts is common.
+    assert!(loaded >= 20, "only {loaded} of {searched} searches took their first pass from LOAD's counts");
 }
 
 #[test]
 fn random_quanta_match_software_1_lane_and_3_lanes() {
-    let searched = random_against_software::<1, 4>(2, 40) + random_against_software::<3, 2>(3, 40);
-    assert!(searched >= 30, "only {searched} quanta ran a threshold search");
+    let ((s1, l1), (s3, l3)) = (random_against_software::<1, 4>(2, 40), random_against_software::<3, 2>(3, 40));
+    assert!(s1 + s3 >= 30, "only {} quanta ran a threshold search", s1 + s3);
+    // 100 of 189 in this run.
+    assert!(l1 + l3 >= 30, "only {} of {} searches took their first pass from LOAD's counts", l1 + l3, s1 + s3);
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{cycles_without_search, random_pool, random_quantum, software};
+use common::{passes_of, random_pool, random_quantum, software};
 use fairshare_hdl::lane_banks::BANKS;
 use fairshare_hdl::verilog::{engine_shell, engine_verilog};
 use rand::SeedableRng;
@@ -128,8 +128,13 @@ fn run(dir: &Path, exe: &Path, script: &str, expected: usize) -> Vec<String> {
 /// Random sequences on the Verilator model of an engine with `P` lanes and `2^A` rows,
 /// its hard blocks in the form `blocks`, every other sequence with random stalls (the RustHDL
 /// testbench's xorshift sequence); returns how many unstalled quanta ran a threshold
-/// search.
-fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quanta: usize, blocks: Blocks) -> usize {
+/// search, and how many of those took their first pass from LOAD's counts.
+fn cosimulate<const P: usize, const A: usize>(
+    seed: u64,
+    sequences: usize,
+    quanta: usize,
+    blocks: Blocks,
+) -> (usize, usize) {
     let dir = tempfile::tempdir().unwrap();
     let (verilog, shell) = (engine_verilog::<P, A>().unwrap(), engine_shell::<P, A>());
     // BANKS per lane (credits, starts, runs, base allocations, kinds, the two result banks).
@@ -162,13 +167,16 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
         expected.push(format!("credits {}", credits.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")));
     }
     let lines = run(dir.path(), &exe, &script, expected.len());
-    let mut searched = 0;
+    let (mut searched, mut loaded) = (0, 0);
     for &(line, n) in &timed {
         let cycles: usize = lines[line].split(' ').nth(2).and_then(|c| c.parse().ok()).unwrap_or(0);
         // The formula of docs/engine.md, exactly, for some number of passes.
-        let fits = (0..=fairshare_hdl::search::MAX_PASSES).any(|k| fairshare_hdl::engine::cycles(n, P, k) == cycles);
-        assert!(fits, "line {line}: {cycles} cycles fit no pass count of engine::cycles (n = {n}, P = {P})");
-        searched += usize::from(cycles > cycles_without_search(n, P) as usize);
+        let passes = passes_of(n, P, cycles);
+        let (k, first_loaded) = passes.unwrap_or_else(|| {
+            panic!("line {line}: {cycles} cycles fit no pass count of engine::cycles (n = {n}, P = {P})")
+        });
+        searched += usize::from(k > 0);
+        loaded += usize::from(first_loaded);
     }
     for (i, (got, want)) in lines.iter().zip(&expected).enumerate() {
         // `result ERR CYCLES a0 c0 ...`: compare all but the cycle count.
@@ -180,20 +188,25 @@ fn cosimulate<const P: usize, const A: usize>(seed: u64, sequences: usize, quant
         };
         assert_eq!(&got_cmp, want, "line {i} of the Verilator run (P = {P}, A = {A}, {blocks:?} blocks)");
     }
-    searched
+    (searched, loaded)
 }
 
 #[test]
 fn verilog_matches_software_n64_and_n1024() {
     // 700 x 10 + 300 x 10 + 100 x 30 = 13,000 quanta, every one compared: the small shape
     // with both forms of the hard blocks, the large one with the primitives ECP5 maps.
-    let small_searched = cosimulate::<4, 4>(11, 700, 10, Blocks::Inferred); // up to 64 users
-    let primitive_searched = cosimulate::<4, 4>(13, 300, 10, Blocks::Ecp5);
-    let large_searched = cosimulate::<16, 6>(12, 100, 30, Blocks::Ecp5); // up to 1,024 users
-                                                                         // Coverage: the search path ran in every run.
+    let (small_searched, small_loaded) = cosimulate::<4, 4>(11, 700, 10, Blocks::Inferred); // up to 64 users
+    let (primitive_searched, primitive_loaded) = cosimulate::<4, 4>(13, 300, 10, Blocks::Ecp5);
+    let (large_searched, large_loaded) = cosimulate::<16, 6>(12, 100, 30, Blocks::Ecp5); // up to 1,024 users
+                                                                                         // Coverage: the search path ran in every run, and its first pass from LOAD's counts.
     assert!(
         small_searched >= 200 && primitive_searched >= 80 && large_searched >= 100,
         "searched: {small_searched}, {primitive_searched}, {large_searched}"
+    );
+    // 1,802, 639 and 852 in this run.
+    assert!(
+        small_loaded >= 500 && primitive_loaded >= 150 && large_loaded >= 200,
+        "first passes from LOAD's counts: {small_loaded}, {primitive_loaded}, {large_loaded}"
     );
 }
 

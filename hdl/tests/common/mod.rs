@@ -50,5 +50,15 @@ pub fn random_quantum(rng: &mut impl Rng, n: usize, f: u32) -> (u8, Vec<u32>) {
 
 /// Cycles of a quantum on `n` users and `p` lanes that needed no threshold search.
 pub fn cycles_without_search(n: usize, p: usize) -> u32 {
-    fairshare_hdl::engine::cycles(n, p, 0) as u32
+    fairshare_hdl::engine::cycles(n, p, 0, false) as u32
+}
+
+/// The search passes of a quantum of `n` users on `p` lanes that took `cycles` (no
+/// stalls), and whether the first was made of LOAD's counts, as
+/// `fairshare_hdl::engine::cycles` (the formula of docs/engine.md) counts them; `None`
+/// if no pass count fits.
+pub fn passes_of(n: usize, p: usize, cycles: usize) -> Option<(usize, bool)> {
+    (0..=fairshare_hdl::search::MAX_PASSES)
+        .flat_map(|k| [(k, false), (k, true)])
+        .find(|&(k, loaded)| fairshare_hdl::engine::cycles(n, p, k, loaded) == cycles)
 }
