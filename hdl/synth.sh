@@ -25,7 +25,7 @@
 # one at a time (`hdl/synth.sh ecp5 engine:1024:8:6`; `hdl/synth.sh ecp5 report` only
 # rewrites the section); a run replaces the earlier one of its shape, speed grade and seed.
 # Rows of runs not recorded there (made in another checkout) are kept as the report has
-# them until a run here replaces them.
+# them until a run here replaces them (the same seed, or any seed of another design).
 # Synthesis results are cached by the hash of the Verilog and the synthesis script.
 # Environment: ECP5_SEED (placement seed, default 1), ECP5_ROUTER (nextpnr's router:
 # router1, its default, or router2), ECP5_PNR_TIMEOUT (e.g. 40m; default none), ECP5_SYNTH_ONLY=1 (synthesize into the
@@ -341,11 +341,19 @@ ecp5_part() {
   done
   # The report's rows of runs not recorded here (another checkout's: a clean target/
   # has none) stay as they are, unless a run recorded here replaces them: the same top
-  # level, users, lanes, speed grade and seed (fields 2 to 5 and 15 of a row).
+  # level, users, lanes, speed grade and seed (fields 2 to 5 and 15 of a row), or runs
+  # here of the same shape and speed grade, all of another design (field 18): a shape's
+  # seeds are then those of the designs run here, never two designs' clocks mixed
+  # (bench/REPORT.md times a shape at its best and second-best seeds).
   section "$report" "## ECP5" | awk -F'|' '/^\| / && $3 ~ /^ *[0-9]+ *$/' > "$work/report.rows"
   cat "$ecp5_dir"/rows/*.row > "$work/run.rows" 2> /dev/null || true
-  awk -F'|' 'FILENAME == ARGV[1] { here[$2 FS $3 FS $4 FS $5 FS $15] = 1; next }
-    !(($2 FS $3 FS $4 FS $5 FS $15) in here)' "$work/run.rows" "$work/report.rows" > "$work/kept.rows"
+  awk -F'|' 'FILENAME == ARGV[1] {
+      here[$2 FS $3 FS $4 FS $5 FS $15] = 1; shape[$2 FS $3 FS $4 FS $5] = 1
+      design[$2 FS $3 FS $4 FS $5 FS $18] = 1; next
+    }
+    !(($2 FS $3 FS $4 FS $5 FS $15) in here) &&
+      (!(($2 FS $3 FS $4 FS $5) in shape) || ($2 FS $3 FS $4 FS $5 FS $18) in design)' \
+    "$work/run.rows" "$work/report.rows" > "$work/kept.rows"
   {
     echo "## ECP5"
     echo
