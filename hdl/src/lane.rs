@@ -111,13 +111,15 @@ pub struct EngineLane<const A: usize> {
     /// LOAD: the lane's user of the current beat exists (taken on `step`; a
     /// registered flag of the engine, so that no lane compares a shared count).
     pub exists: Signal<In, Bit>,
-    /// Probes of search A (Karma's borrowers); in FINAL probe 0 is its threshold.
+    /// Probes of search A (Karma's borrowers); in LOAD the warm probes
+    /// ([`crate::search::SearchUnit::load_probe`]), in FINAL probe 0 is its threshold.
     pub probe_a0: Signal<In, Bits<32>>,
     /// Probe 1 of search A.
     pub probe_a1: Signal<In, Bits<32>>,
     /// Probe 2 of search A.
     pub probe_a2: Signal<In, Bits<32>>,
-    /// Probes of search B (donors, or max-min users); in FINAL probe 0 is its threshold.
+    /// Probes of search B (donors, or max-min users); in LOAD the warm probes, in FINAL
+    /// probe 0 is its threshold.
     pub probe_b0: Signal<In, Bits<32>>,
     /// Probe 1 of search B.
     pub probe_b1: Signal<In, Bits<32>>,

@@ -43,7 +43,7 @@ pub enum Phase {
     LoadRun,
     /// The last rows of LOAD in the lanes' pipelines.
     LoadDrain,
-    /// LOAD's totals and key ranges shift out of the lanes.
+    /// LOAD's totals, key ranges and counts at the warm probes shift out of the lanes.
     LoadReduce,
     /// Totals and the pool size check.
     Plan1,

@@ -48,11 +48,6 @@ pub fn random_quantum(rng: &mut impl Rng, n: usize, f: u32) -> (u8, Vec<u32>) {
     (mode, demand)
 }
 
-/// Cycles of a quantum on `n` users and `p` lanes that needed no threshold search.
-pub fn cycles_without_search(n: usize, p: usize) -> u32 {
-    fairshare_hdl::engine::cycles(n, p, 0, false) as u32
-}
-
 /// The search passes of a quantum of `n` users on `p` lanes that took `cycles` (no
 /// stalls), and whether the first was made of LOAD's counts, as
 /// `fairshare_hdl::engine::cycles` (the formula of docs/engine.md) counts them; `None`
