@@ -291,20 +291,19 @@ ecp5_row() {
         s = src; k = snk; lg = l; rt = r; inpath = 0
       }
       END { printf "`%s` -> `%s`\t%s ns logic + %s ns routing\n", s, k, lg, rt }' "$plog")
-  elif [ "$code" = 124 ]; then
-    fmax="not routed within $limit (stopped)"
-    # A placement that finished has nextpnr's estimate before routing.
-    local placed
-    placed=$(awk "/Max frequency for clock/ { sub(/.*clock '[^']*': /, \"\"); sub(/ \\(.*/, \"\"); v = \$0 } END { print v }" "$plog")
-    if [ -n "$placed" ]; then
-      fmax="$fmax; after placement, before routing: $placed (estimate)"
-    fi
-  elif [ "$code" = 143 ] || [ "$code" = 137 ]; then
-    # Stopped by a signal (by hand): how far the router got, and the placer's estimate.
-    local left placed
+  elif [ "$code" = 124 ] || [ "$code" = 143 ] || [ "$code" = 137 ]; then
+    # Stopped before the end: by the time limit (124), by hand (SIGTERM, 143) or by
+    # SIGKILL (137: by hand, or the kernel's, out of memory). How far the router got,
+    # and nextpnr's estimate after placement, if placement finished.
+    local how left placed
+    case "$code" in
+      124) how="not routed within $limit (stopped)" ;;
+      143) how="not routed: stopped by hand" ;;
+      *) how="not routed: killed (SIGKILL: by hand, or out of memory)" ;;
+    esac
     left=$(awk -F'|' '/^Info: +[0-9]+ +\|/ && NF >= 5 { v = $4 } END { gsub(/ /, "", v); print v }' "$plog")
     placed=$(awk "/Max frequency for clock/ { sub(/.*clock '[^']*': /, \"\"); sub(/ \\(.*/, \"\"); v = \$0 } END { print v }" "$plog")
-    fmax="not routed: stopped by hand${left:+ (router1 had $left arcs left)}${placed:+; after placement, before routing: $placed (estimate)}"
+    fmax="$how${left:+ (router1 had $left arcs left)}${placed:+; after placement, before routing: $placed (estimate)}"
   else
     fmax="does not place or route: $(awk '/^ERROR/ { print substr($0, 1, 120); exit }' "$plog")"
   fi
