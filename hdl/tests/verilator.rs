@@ -195,10 +195,11 @@ fn cosimulate<const P: usize, const A: usize>(
 fn verilog_matches_software_n64_and_n1024() {
     // 700 x 10 + 300 x 10 + 100 x 30 = 13,000 quanta, every one compared: the small shape
     // with both forms of the hard blocks, the large one with the primitives ECP5 maps.
-    let (small_searched, small_loaded) = cosimulate::<4, 4>(11, 700, 10, Blocks::Inferred); // up to 64 users
+    // Up to 64 users (twice), up to 1,024.
+    let (small_searched, small_loaded) = cosimulate::<4, 4>(11, 700, 10, Blocks::Inferred);
     let (primitive_searched, primitive_loaded) = cosimulate::<4, 4>(13, 300, 10, Blocks::Ecp5);
-    let (large_searched, large_loaded) = cosimulate::<16, 6>(12, 100, 30, Blocks::Ecp5); // up to 1,024 users
-                                                                                         // Coverage: the search path ran in every run, and its first pass from LOAD's counts.
+    let (large_searched, large_loaded) = cosimulate::<16, 6>(12, 100, 30, Blocks::Ecp5);
+    // Coverage: the search path ran in every run, and its first pass from LOAD's counts.
     assert!(
         small_searched >= 200 && primitive_searched >= 80 && large_searched >= 100,
         "searched: {small_searched}, {primitive_searched}, {large_searched}"
