@@ -166,7 +166,7 @@ pub struct Engine<const P: usize, const A: usize> {
     beat_valid: DFF<Bit>,
     beat_data: [DFF<Bits<32>>; P],
     beat_ok: [DFF<Bit>; P],
-    lane_phase: DFF<Bits<2>>,
+    lane_phase: DFF<Bits<3>>,
     final_mode: DFF<Bit>,
     left: DFF<Bits<32>>,
     /// What leaves lane 0: the sums, key ranges and error bits.
@@ -187,9 +187,9 @@ pub struct Engine<const P: usize, const A: usize> {
     clear: Signal<Local, Bit>,
     lane_index: [Constant<Bits<32>>; P],
     lane_count: Constant<Bits<32>>,
-    phase_load: Constant<Bits<2>>,
-    phase_search: Constant<Bits<2>>,
-    phase_final: Constant<Bits<2>>,
+    phase_load: Constant<Bits<3>>,
+    phase_search: Constant<Bits<3>>,
+    phase_final: Constant<Bits<3>>,
 }
 
 impl<const P: usize, const A: usize> Default for Engine<P, A> {
@@ -255,9 +255,9 @@ impl<const P: usize, const A: usize> Engine<P, A> {
             clear: Default::default(),
             lane_index: array_init::array_init(|i| Constant::new(Bits::<32>::from(i as u64))),
             lane_count: Constant::new(Bits::<32>::from(P as u64)),
-            phase_load: Constant::new(Bits::<2>::from(phase::LOAD)),
-            phase_search: Constant::new(Bits::<2>::from(phase::SEARCH)),
-            phase_final: Constant::new(Bits::<2>::from(phase::FINAL)),
+            phase_load: Constant::new(Bits::<3>::from(phase::LOAD)),
+            phase_search: Constant::new(Bits::<3>::from(phase::SEARCH)),
+            phase_final: Constant::new(Bits::<3>::from(phase::FINAL)),
         }
     }
 }

@@ -34,14 +34,16 @@ use rust_hdl::prelude::*;
 /// Modes of the `mode` input: the device ABI's (`fairshare_abi::mode`).
 pub use fairshare_abi::mode;
 
-/// Values of the `phase` input: what the rows stepped through the lane are for.
+/// Values of the `phase` input: what the rows stepped through the lane are for. One
+/// bit per phase (LOAD bit 0, SEARCH bit 1, FINAL bit 2), so that each of the lane's phase flags registers a bit of the input,
+/// or a bit and a valid bit, without a decode shared between the lanes.
 pub mod phase {
     /// LOAD: compute and store the users' runs.
-    pub const LOAD: u64 = 0;
+    pub const LOAD: u64 = 1;
     /// SEARCH: count keys below the probes.
-    pub const SEARCH: u64 = 1;
+    pub const SEARCH: u64 = 2;
     /// FINAL: compute and store allocations and credits, and send them out.
-    pub const FINAL: u64 = 2;
+    pub const FINAL: u64 = 4;
 }
 
 /// Cycle (after the row's step) in which LOAD writes the row's run and gives it to the
@@ -76,7 +78,7 @@ pub struct EngineLane<const A: usize> {
     /// first step and held until [`FINAL_LATENCY`] cycles after its last (a row's
     /// valid bit runs that long whatever its phase: a SEARCH row still in it when the
     /// phase turns to FINAL would write; the engine's gap between the two is longer).
-    pub phase: Signal<In, Bits<2>>,
+    pub phase: Signal<In, Bits<3>>,
     /// Fair share `f`; held for the quantum.
     pub fair: Signal<In, Bits<32>>,
     /// Guaranteed share `g`; held for the quantum.
@@ -213,7 +215,6 @@ pub struct EngineLane<const A: usize> {
     busy_l: DFF<Bit>,
     mode_l: DFF<Bits<2>>,
     shift_l: DFF<Bit>,
-    phase_l: DFF<Bits<2>>,
     fair_l: DFF<Bits<32>>,
     g_l: DFF<Bits<32>>,
     free_l: DFF<Bits<32>>,
@@ -291,34 +292,39 @@ pub struct EngineLane<const A: usize> {
     /// LOAD: the keys of each search (A's are the candidate slices).
     total_a: SatAcc,
     total_b: SatAcc,
-    /// Bits of `valid` (bit `k`: the row stepped `k + 1` cycles ago) for SEARCH's sums,
-    /// LOAD's writes, totals and key-range flags, LOAD's warm counts, and FINAL's writes.
-    search_bit: Constant<Bits<16>>,
-    load_bit: Constant<Bits<16>>,
-    warm_bit: Constant<Bits<16>>,
-    final_bit: Constant<Bits<16>>,
+    /// Bits of `valid` (bit `k`: the row stepped `k + 1` cycles ago) a cycle before
+    /// SEARCH's sums, LOAD's writes, totals and key-range flags, LOAD's warm counts, and
+    /// FINAL's writes: each of those flags is registered from the phase input and the
+    /// valid bit a cycle early, so that it comes from a flip-flop of its own (from one
+    /// register of the phase, decoded, they were a fan-out across the lane).
+    search_early: Constant<Bits<16>>,
+    load_early: Constant<Bits<16>>,
+    warm_early: Constant<Bits<16>>,
+    final_early: Constant<Bits<16>>,
     mode_karma: Constant<Bits<2>>,
     mode_maxmin: Constant<Bits<2>>,
-    phase_load: Constant<Bits<2>>,
-    phase_search: Constant<Bits<2>>,
-    phase_final: Constant<Bits<2>>,
     karma: Signal<Local, Bit>,
     maxmin: Signal<Local, Bit>,
-    load: Signal<Local, Bit>,
-    search: Signal<Local, Bit>,
-    fin: Signal<Local, Bit>,
+    /// The phase is LOAD: which counts the sums take (warm or the search's), one copy
+    /// per probe's pair of sums (hdl/synth.sh keeps the copies).
+    load_sum: [DFF<Bit>; PROBES],
+    /// The phase is FINAL: the result queue reads.
+    fin_l: DFF<Bit>,
     borrower3: Signal<Local, Bit>,
     donor3: Signal<Local, Bit>,
     reach3: Signal<Local, Bits<32>>,
-    search_row: Signal<Local, Bit>,
-    load_write: Signal<Local, Bit>,
+    /// A SEARCH row in stage 4 (`SEARCH_ADD_CYCLE`): its counts add to the sums.
+    search_add: DFF<Bit>,
+    /// A LOAD row in stage 5 (`LOAD_WRITE_CYCLE`): its run is written and added up.
+    load_write: DFF<Bit>,
     /// A LOAD row in stage 7 (`LOAD_WARM_CYCLE`): its warm counts add to its search's sums.
-    warm_add: Signal<Local, Bit>,
+    warm_add: DFF<Bit>,
     /// A LOAD row in stage 5 (`load_write`) of kind A (1) or B (2): its run adds to
     /// that search's sum, and extends its key ranges if it is not empty.
     load_a5: Signal<Local, Bit>,
     load_b5: Signal<Local, Bit>,
-    final_write: Signal<Local, Bit>,
+    /// A FINAL row in stage `FINAL_LATENCY`: its results are written.
+    final_write: DFF<Bit>,
 }
 
 impl<const A: usize> Default for EngineLane<A> {
@@ -332,15 +338,12 @@ impl<const A: usize> EngineLane<A> {
     /// of its users exist).
     pub fn new() -> Self {
         EngineLane {
-            search_bit: Constant::new(Bits::<16>::from(1u64 << (SEARCH_ADD_CYCLE - 1))),
-            load_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_WRITE_CYCLE - 1))),
-            warm_bit: Constant::new(Bits::<16>::from(1u64 << (LOAD_WARM_CYCLE - 1))),
-            final_bit: Constant::new(Bits::<16>::from(1u64 << (FINAL_LATENCY - 1))),
+            search_early: Constant::new(Bits::<16>::from(1u64 << (SEARCH_ADD_CYCLE - 2))),
+            load_early: Constant::new(Bits::<16>::from(1u64 << (LOAD_WRITE_CYCLE - 2))),
+            warm_early: Constant::new(Bits::<16>::from(1u64 << (LOAD_WARM_CYCLE - 2))),
+            final_early: Constant::new(Bits::<16>::from(1u64 << (FINAL_LATENCY - 2))),
             mode_karma: Constant::new(Bits::<2>::from(mode::KARMA as u64)),
             mode_maxmin: Constant::new(Bits::<2>::from(mode::MAXMIN as u64)),
-            phase_load: Constant::new(Bits::<2>::from(phase::LOAD)),
-            phase_search: Constant::new(Bits::<2>::from(phase::SEARCH)),
-            phase_final: Constant::new(Bits::<2>::from(phase::FINAL)),
             clock: Default::default(),
             mode: Default::default(),
             phase: Default::default(),
@@ -408,7 +411,6 @@ impl<const A: usize> EngineLane<A> {
             busy_l: Default::default(),
             mode_l: Default::default(),
             shift_l: Default::default(),
-            phase_l: Default::default(),
             fair_l: Default::default(),
             g_l: Default::default(),
             free_l: Default::default(),
@@ -462,14 +464,13 @@ impl<const A: usize> EngineLane<A> {
             total_b: Default::default(),
             karma: Default::default(),
             maxmin: Default::default(),
-            load: Default::default(),
-            search: Default::default(),
-            fin: Default::default(),
+            load_sum: array_init::array_init(|_| Default::default()),
+            fin_l: Default::default(),
             borrower2: array_init::array_init(|_| Default::default()),
             borrower3: Default::default(),
             donor3: Default::default(),
             reach3: Default::default(),
-            search_row: Default::default(),
+            search_add: Default::default(),
             load_write: Default::default(),
             warm_add: Default::default(),
             load_a5: Default::default(),
@@ -483,10 +484,11 @@ impl<const A: usize> Logic for EngineLane<A> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, row_ctr, wr_ctr, valid, last_l, busy_l, mode_l, shift_l, phase_l, fair_l, g_l, free_l, demand,
+            self, clock, row_ctr, wr_ctr, valid, last_l, busy_l, mode_l, shift_l, fin_l, fair_l, g_l, free_l, demand,
             ok1, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4, borrower4,
             donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err, nk6, nk7
         );
+        dff_setup!(self, clock, search_add, load_write, warm_add, final_write);
         self.banks.clock.next = self.clock.val();
         for j in 0..PROBES {
             self.pa[j].clock.next = self.clock.val();
@@ -495,6 +497,7 @@ impl<const A: usize> Logic for EngineLane<A> {
             self.count[j].clock.next = self.clock.val();
             self.warm[j].clock.next = self.clock.val();
             self.wborrower5[j].clock.next = self.clock.val();
+            self.load_sum[j].clock.next = self.clock.val();
             self.sum_a[j].clock.next = self.clock.val();
             self.sum_b[j].clock.next = self.clock.val();
         }
@@ -508,7 +511,6 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.busy_l.d.next = (!self.busy_l.q.val() & self.start.val()) | self.active.val();
         // Local copies of the quantum's settings and the probes (few loads per register).
         self.mode_l.d.next = self.mode.val();
-        self.phase_l.d.next = self.phase.val();
         self.fair_l.d.next = self.fair.val();
         self.g_l.d.next = self.guaranteed.val();
         self.free_l.d.next = self.free.val();
@@ -520,9 +522,17 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.pb[2].d.next = self.probe_b2.val();
         self.karma.next = self.mode_l.q.val() == self.mode_karma.val();
         self.maxmin.next = self.mode_l.q.val() == self.mode_maxmin.val();
-        self.load.next = self.phase_l.q.val() == self.phase_load.val();
-        self.search.next = self.phase_l.q.val() == self.phase_search.val();
-        self.fin.next = self.phase_l.q.val() == self.phase_final.val();
+        // The phase's flags (see `search_early`): a row's valid bit moves up one place
+        // a cycle, so a valid bit a place early, registered with the phase, is the flag
+        // of that row in that phase.
+        for j in 0..PROBES {
+            self.load_sum[j].d.next = self.phase.val().get_bit(0);
+        }
+        self.fin_l.d.next = self.phase.val().get_bit(2);
+        self.search_add.d.next = self.phase.val().get_bit(1) & ((self.valid.q.val() & self.search_early.val()) != 0);
+        self.load_write.d.next = self.phase.val().get_bit(0) & ((self.valid.q.val() & self.load_early.val()) != 0);
+        self.warm_add.d.next = self.phase.val().get_bit(0) & ((self.valid.q.val() & self.warm_early.val()) != 0);
+        self.final_write.d.next = self.phase.val().get_bit(2) & ((self.valid.q.val() & self.final_early.val()) != 0);
 
         // Row counters and the valid bits of the pipeline (bit k: the row of stage k + 1).
         if self.restart.val() {
@@ -551,7 +561,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.last_l.d.next = self.last_row.val();
         self.queue.clock.next = self.clock.val();
         self.queue.restart.next = self.restart.val();
-        self.queue.on.next = self.fin.val();
+        self.queue.on.next = self.fin_l.q.val();
         self.queue.written.next = self.wr_ctr.q.val();
         self.queue.last_row.next = self.last_l.q.val();
         self.queue.alloc_in.next = self.banks.result_alloc.val();
@@ -678,25 +688,22 @@ impl<const A: usize> Logic for EngineLane<A> {
         // SEARCH (cycle 4) and LOAD (cycle 7): sums; LOAD (cycle 5): totals; LOAD (cycle
         // 6): key ranges (each accumulator registers what it is given,
         // `crate::reduce::LATENCY`).
-        self.search_row.next = (self.valid.q.val() & self.search_bit.val()) != 0;
-        self.load_write.next = self.load.val() & ((self.valid.q.val() & self.load_bit.val()) != 0);
-        self.warm_add.next = self.load.val() & ((self.valid.q.val() & self.warm_bit.val()) != 0);
         for j in 0..PROBES {
             self.sum_a[j].x.next = self.count[j].count.val();
             self.sum_b[j].x.next = self.count[j].count.val();
-            self.sum_a[j].add.next = self.search.val() & self.search_row.val() & self.borrower4.q.val();
-            self.sum_b[j].add.next = self.search.val() & self.search_row.val() & self.donor4.q.val();
-            if self.load.val() {
+            self.sum_a[j].add.next = self.search_add.q.val() & self.borrower4.q.val();
+            self.sum_b[j].add.next = self.search_add.q.val() & self.donor4.q.val();
+            if self.load_sum[j].q.val() {
                 self.sum_a[j].x.next = self.warm[j].count.val();
                 self.sum_b[j].x.next = self.warm[j].count.val();
-                self.sum_a[j].add.next = self.warm_add.val() & (self.nk7.q.val() == 1);
-                self.sum_b[j].add.next = self.warm_add.val() & (self.nk7.q.val() == 2);
+                self.sum_a[j].add.next = self.warm_add.q.val() & (self.nk7.q.val() == 1);
+                self.sum_b[j].add.next = self.warm_add.q.val() & (self.nk7.q.val() == 2);
             }
             self.sum_a[j].shift.next = self.shift_l.q.val();
             self.sum_b[j].shift.next = self.shift_l.q.val();
         }
-        self.load_a5.next = self.load_write.val() & (self.nk5.q.val() == 1);
-        self.load_b5.next = self.load_write.val() & (self.nk5.q.val() == 2);
+        self.load_a5.next = self.load_write.q.val() & (self.nk5.q.val() == 1);
+        self.load_b5.next = self.load_write.q.val() & (self.nk5.q.val() == 2);
         self.total_a.x.next = self.nr5.q.val();
         self.total_b.x.next = self.nr5.q.val();
         self.total_a.add.next = self.load_a5.val();
@@ -721,7 +728,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.sum_b_out2.next = self.sum_b[2].q.val();
         if self.shift_l.q.val() {
             self.err.d.next = self.err_in.val();
-        } else if self.load_write.val() {
+        } else if self.load_write.q.val() {
             self.err.d.next = self.err.q.val() | self.ne5.q.val();
         }
         self.err_out.next = self.err.q.val();
@@ -742,21 +749,20 @@ impl<const A: usize> Logic for EngineLane<A> {
         // result banks and the balances to the credit bank, the credit port while not
         // busy. A user past the last has no result: its words in the result banks
         // are whatever FINAL computed for no demand, its balance is not written.
-        self.final_write.next = self.fin.val() & ((self.valid.q.val() & self.final_bit.val()) != 0);
         self.banks.start_in.next = self.ns5.q.val();
         self.banks.run_in.next = self.nr5.q.val();
         self.banks.kind_in.next = bits::<3>(0).replace_bit(2, self.ok5.q.val()) | bit_cast::<3, 2>(self.nk5.q.val());
         self.banks.base_in.next = self.nb5.q.val();
-        self.banks.write_run.next = self.load_write.val();
-        self.banks.write_base.next = self.load_write.val();
-        self.banks.write_result.next = self.final_write.val();
+        self.banks.write_run.next = self.load_write.q.val();
+        self.banks.write_base.next = self.load_write.q.val();
+        self.banks.write_result.next = self.final_write.q.val();
         self.banks.result_alloc_in.next = self.tie_break.alloc.val();
         self.banks.result_credit_in.next = self.tie_break.credit.val();
-        if self.load_write.val() | self.final_write.val() {
+        if self.load_write.q.val() | self.final_write.q.val() {
             self.wr_ctr.d.next = self.wr_ctr.q.val() + 1;
         }
         self.banks.credit_in.next = self.tie_break.credit.val();
-        self.banks.write_credit.next = self.final_write.val() & self.tie_break.exists.val();
+        self.banks.write_credit.next = self.final_write.q.val() & self.tie_break.exists.val();
     }
 }
 
