@@ -133,18 +133,22 @@ pub struct SearchUnit {
     move_lo: DFF<Bit>,
     move_hi: DFF<Bit>,
     /// The warm start: the last threshold found (`prev`, valid or not) and the warm
-    /// probes in two registered steps (from the interval: the last threshold inside it,
-    /// its distances to the ends and the threshold moved by `WARM_SPAN`; then the probes
-    /// clamped to the ends). Only a first pass can start warm: after a warm pass the last
-    /// threshold is an end of the interval or outside it (the new interval is one of the
-    /// four parts its probes cut, and the middle probe is the last threshold), and after a
-    /// cold one it was outside from the start.
+    /// probes in three registered steps (from the interval: the last threshold inside it,
+    /// its distances to the ends and the threshold moved by `WARM_SPAN`; whether each
+    /// distance exceeds `WARM_SPAN`, so that the clamp's 32 multiplexers take a flag from
+    /// a flip-flop; then the probes clamped to the ends), within the cold probes' five.
+    /// Only a first pass can start warm: after a warm pass the last threshold is an end
+    /// of the interval or outside it (the new interval is one of the four parts its
+    /// probes cut, and the middle probe is the last threshold), and after a cold one it
+    /// was outside from the start.
     prev: DFF<Bits<32>>,
     prev_valid: DFF<Bit>,
     prev_above_lo: DFF<Bit>,
     prev_below_hi: DFF<Bit>,
     room_lo: DFF<Bits<32>>,
     room_hi: DFF<Bits<32>>,
+    lo_far: DFF<Bit>,
+    hi_far: DFF<Bit>,
     prev_minus: DFF<Bits<32>>,
     prev_plus: DFF<Bits<32>>,
     warm: DFF<Bit>,
@@ -210,6 +214,8 @@ impl Default for SearchUnit {
             prev_below_hi: Default::default(),
             room_lo: Default::default(),
             room_hi: Default::default(),
+            lo_far: Default::default(),
+            hi_far: Default::default(),
             prev_minus: Default::default(),
             prev_plus: Default::default(),
             warm: Default::default(),
@@ -261,6 +267,8 @@ impl Logic for SearchUnit {
             prev_below_hi,
             room_lo,
             room_hi,
+            lo_far,
+            hi_far,
             prev_minus,
             prev_plus,
             warm,
@@ -305,12 +313,14 @@ impl Logic for SearchUnit {
         self.prev_plus.d.next = self.prev.q.val() + self.span.val();
         self.warm.d.next = self.prev_valid.q.val() & self.prev_above_lo.q.val() & self.prev_below_hi.q.val();
         self.warm_probe[0].d.next = self.lo.q.val();
-        if self.room_lo.q.val() > self.span.val() {
+        self.lo_far.d.next = self.room_lo.q.val() > self.span.val();
+        self.hi_far.d.next = self.room_hi.q.val() > self.span.val();
+        if self.lo_far.q.val() {
             self.warm_probe[0].d.next = self.prev_minus.q.val();
         }
         self.warm_probe[1].d.next = self.prev.q.val();
         self.warm_probe[2].d.next = self.hi.q.val();
-        if self.room_hi.q.val() > self.span.val() {
+        if self.hi_far.q.val() {
             self.warm_probe[2].d.next = self.prev_plus.q.val();
         }
         self.warm_start.next = self.warm.q.val();
