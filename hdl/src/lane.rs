@@ -34,9 +34,10 @@ use rust_hdl::prelude::*;
 /// Modes of the `mode` input: the device ABI's (`fairshare_abi::mode`).
 pub use fairshare_abi::mode;
 
-/// Values of the `phase` input: what the rows stepped through the lane are for. One
-/// bit per phase (LOAD bit 0, SEARCH bit 1, FINAL bit 2), so that each of the lane's phase flags registers a bit of the input,
-/// or a bit and a valid bit, without a decode shared between the lanes.
+/// Values of the `phase` input: what the rows stepped through the lane are for. One bit
+/// per phase (LOAD bit 0, SEARCH bit 1, FINAL bit 2), so that each of the lane's phase
+/// flags registers a bit of the input, or a bit and a valid bit, without a decode shared
+/// between the lanes.
 pub mod phase {
     /// LOAD: compute and store the users' runs.
     pub const LOAD: u64 = 1;
