@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use common::{serve_in, Running};
 use serde_json::Value;
-use wire::{fairness, in_force, lowest_rate, mean_rate, quantile, Lab, Quantum, Received, Sampler};
+use wire::{fairness, in_force, lowest_rate, mean_rate, quantile, Lab, Quantum, Received, Sampler, PACED_WRITE};
 
 /// One measurement at a time: on a 2-core machine, two would disturb each other.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -427,7 +427,7 @@ fn tcp_tenants_follow_their_allocations_on_the_wire() {
     }
     // One more: the end of the last window.
     quanta_until(&s, start, windows.len() as u32 * 10, 1, &mut quanta);
-    let got = sampler.finish();
+    let got = sampler.finish(quanta[quanta.len() - 1].at);
     lab.stop(&clients);
     let (mut alloc, mut wire, mut demand) = (Vec::new(), Vec::new(), Vec::new());
     for (w, d) in windows.iter().enumerate() {
@@ -518,7 +518,7 @@ fn measured_demand_follows_what_tenants_send() {
     let sampler = Sampler::start(&lab.b, &ports, SAMPLE, Duration::from_secs(20));
     let (start, mut quanta) = (Instant::now(), Vec::new());
     quanta_until(&s, start, 0, 41, &mut quanta);
-    let got = sampler.finish();
+    let got = sampler.finish(quanta[quanta.len() - 1].at);
     lab.stop(&clients);
     // The last 4 s, once the estimate has settled.
     let (from, to) = (quanta[20].at, quanta[40].at);
@@ -530,10 +530,13 @@ fn measured_demand_follows_what_tenants_send() {
             "bandwidth: measured demand: {}: sends {rate}, allocated {alloc:.1}, receives {wire:.1} Mbit/s",
             names[u]
         );
-        // At least its rate: iperf3 paces TCP by whole writes (128 KB per flow), and a
-        // sender kept from the CPU falls behind and then sends above its rate until its
-        // average since the start catches up, so only less is the allocator's doing.
-        let writes = f64::from(flows) * 128.0 * 1024.0 * 8.0 / 1e6 / window;
+        // At least its rate, less what whole writes allow at the window's two ends:
+        // iperf3 paces TCP by whole writes (`PACED_WRITE` per flow), so at the start each
+        // flow may be a write ahead of its rate, and at the end each may have a write
+        // still queued in its class. A sender kept from the CPU falls behind and then
+        // sends above its rate until its average since the start catches up, so only
+        // less is the allocator's doing.
+        let writes = 2.0 * f64::from(flows) * f64::from(PACED_WRITE) * 8.0 / 1e6 / window;
         assert!(
             wire >= rate * (1.0 - spread) - writes,
             "{}: sends {rate}, receives {wire:.1} Mbit/s (allocated {alloc:.1})",
@@ -568,7 +571,7 @@ fn tenants_join_and_leave_while_htb_enforces() {
     let clients = lab.tcp_clients(&[5221, 5225], 4, 5, None);
     let sampler = Sampler::start(&lab.b, &[5221, 5225], SAMPLE, Duration::from_secs(10));
     quanta_until(&s, start, 1, 20, &mut quanta);
-    let got = sampler.finish();
+    let got = sampler.finish(quanta[quanta.len() - 1].at);
     lab.stop(&clients);
     // The last 2 s.
     let (from, to) = (quanta[10].at, quanta[20].at);
@@ -635,7 +638,7 @@ fn a_lost_device_is_seen_and_its_tree_reinstalled_when_it_returns() {
     let sampler = Sampler::start(&lab.b, &[5231], SAMPLE, Duration::from_secs(8));
     let (start, mut quanta) = (Instant::now(), Vec::new());
     quanta_until(&s, start, 0, 12, &mut quanta);
-    let got = sampler.finish();
+    let got = sampler.finish(quanta[quanta.len() - 1].at);
     lab.stop(&clients);
     let worst = within_rates(&quanta, &got, 0);
     let wire = got.mbps(0, quanta[2].at, quanta[11].at);
@@ -670,7 +673,7 @@ fn after_kill_9_a_restart_keeps_the_link_shaped_throughout() {
     s = serve(&lab, &cfg, &args);
     let restarted = Instant::now();
     quanta_until(&s, restarted, 0, 12, &mut quanta);
-    let got = sampler.finish();
+    let got = sampler.finish(quanta[quanta.len() - 1].at);
     lab.stop(&clients);
     for (u, name) in ["A", "B"].iter().enumerate() {
         let worst = within_rates(&quanta, &got, u);

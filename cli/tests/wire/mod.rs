@@ -10,14 +10,16 @@
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The sending side's address (namespace `a`, device `va`) and the receiving side's.
 pub const SENDER: &str = "10.77.0.1";
 pub const RECEIVER: &str = "10.77.0.2";
+/// The bytes a paced TCP client writes at once (iperf3's `-l`; its default, 128 KB, is
+/// a whole megabit per stream).
+pub const PACED_WRITE: u32 = 16 * 1024;
 
 /// The test's namespaces and processes, removed when dropped (also on panic).
 pub struct Lab {
@@ -131,8 +133,10 @@ impl Lab {
             c.args(["netns", "exec", &self.a, "iperf3", "-c", RECEIVER, "-p", &p.to_string()]);
             c.args(["-P", &flows.to_string(), "-t", &secs.to_string()]);
             if let Some(rates) = mbps {
-                // -b is per stream.
+                // -b is per stream; iperf3 paces by whole writes, so small ones
+                // ([`PACED_WRITE`]) keep each stream near its rate at every instant.
                 c.args(["-b", &format!("{}K", rates[i] * 1000 / flows)]);
+                c.args(["-l", &PACED_WRITE.to_string()]);
             }
             let child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
             started.push(self.children.len());
@@ -170,7 +174,7 @@ impl Sample {
 /// Reads the receiver's counters every `every` on a thread of its own, until finished
 /// (or for at most `limit`).
 pub struct Sampler {
-    stop: Arc<AtomicBool>,
+    stop: Arc<Mutex<Option<Instant>>>,
     thread: Option<JoinHandle<Vec<Sample>>>,
 }
 
@@ -178,17 +182,22 @@ impl Sampler {
     /// Starts reading the TCP sockets of namespace `ns` on `ports` (each tenant's
     /// destination port: the receiver's local port).
     pub fn start(ns: &str, ports: &[u16], every: Duration, limit: Duration) -> Sampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (ns, ports, flag) = (ns.to_string(), ports.to_vec(), Arc::clone(&stop));
+        let stop = Arc::new(Mutex::new(None::<Instant>));
+        let (ns, ports, after) = (ns.to_string(), ports.to_vec(), Arc::clone(&stop));
         let thread = std::thread::spawn(move || {
             let diag = diag_socket(&ns);
             let mut buf = vec![0u8; 1 << 16];
             let start = Instant::now();
             // Each socket's last count: a socket that closes keeps what it received.
             let mut seen: HashMap<(u16, [u8; 18]), u64> = HashMap::new();
-            let mut samples = Vec::new();
+            let mut samples: Vec<Sample> = Vec::new();
             let mut next = start;
-            while !flag.load(Ordering::Relaxed) && start.elapsed() < limit {
+            // Until a reading began after the point the test asked for (or the limit).
+            let done = |samples: &[Sample]| {
+                let past = *after.lock().unwrap();
+                past.is_some_and(|p| samples.last().is_some_and(|s| s.before > p))
+            };
+            while !done(&samples) && start.elapsed() < limit {
                 let before = Instant::now();
                 let sockets = tcp_sockets(&diag, &mut buf);
                 let after = Instant::now();
@@ -210,16 +219,21 @@ impl Sampler {
         Sampler { stop, thread: Some(thread) }
     }
 
-    /// Stops reading; what was read.
-    pub fn finish(mut self) -> Received {
-        self.stop.store(true, Ordering::Relaxed);
+    /// Stops reading once a reading has begun after `past` (the last instant the test
+    /// will ask about, so that no rate is read off the end of the samples); what was
+    /// read.
+    pub fn finish(mut self, past: Instant) -> Received {
+        *self.stop.lock().unwrap() = Some(past);
         Received { samples: self.thread.take().unwrap().join().unwrap() }
     }
 }
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        // Stop at once: any reading begins after now's.
+        if let Ok(mut stop) = self.stop.lock() {
+            *stop = Some(Instant::now());
+        }
     }
 }
 
@@ -318,6 +332,10 @@ impl Received {
     pub fn bytes_at(&self, u: usize, t: Instant) -> f64 {
         let s = &self.samples;
         assert!(s.len() >= 2, "too few samples: {}", s.len());
+        assert!(
+            s[0].at() <= t && t <= s[s.len() - 1].at(),
+            "asked for the bytes at an instant outside the samples (none is interpolated off their ends)"
+        );
         let i = s.partition_point(|x| x.at() <= t).clamp(1, s.len() - 1);
         let (p, q) = (&s[i - 1], &s[i]);
         let span = (q.at() - p.at()).as_secs_f64();
