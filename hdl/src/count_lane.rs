@@ -13,7 +13,10 @@ pub const PROBES: usize = 3;
 ///
 /// Stage 1 (`probe`, `start`, `run` in cycle `c`): `probe - start` and `probe < start`,
 /// and `run` registered (each unit its own copy, beside its clamp; hdl/synth.sh keeps
-/// the copies). Stage 2: the clamp. `count` and `at` hold the result in cycle `c + 2`.
+/// the copies). Stage 2: the clamp. `count` and `at` hold the result in cycle `c + 2`,
+/// and `count_tie` the same count from a flip-flop of its own: the tie-break's adders
+/// ([`crate::tie_break`]) take it there while `count` feeds the sums (one register
+/// placed between both was the engine's critical path; hdl/synth.sh keeps the copy).
 #[derive(LogicBlock)]
 pub struct CountLane {
     /// Clock.
@@ -28,10 +31,13 @@ pub struct CountLane {
     pub count: Signal<Out, Bits<32>>,
     /// The probe is one of the keys (cycle `c + 2`).
     pub at: Signal<Out, Bit>,
+    /// `count` again, for the tie-break (cycle `c + 2`).
+    pub count_tie: Signal<Out, Bits<32>>,
     diff: DFF<Bits<32>>,
     below: DFF<Bit>,
     run_r: DFF<Bits<32>>,
     count_r: DFF<Bits<32>>,
+    count_t: DFF<Bits<32>>,
     at_r: DFF<Bit>,
 }
 
@@ -45,10 +51,12 @@ impl CountLane {
             run: Default::default(),
             count: Default::default(),
             at: Default::default(),
+            count_tie: Default::default(),
             diff: Default::default(),
             below: Default::default(),
             run_r: Default::default(),
             count_r: Default::default(),
+            count_t: Default::default(),
             at_r: Default::default(),
         }
     }
@@ -63,21 +71,25 @@ impl Default for CountLane {
 impl Logic for CountLane {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, diff, below, run_r, count_r, at_r);
+        dff_setup!(self, clock, diff, below, run_r, count_r, count_t, at_r);
         self.diff.d.next = self.probe.val() - self.start.val();
         self.below.d.next = self.probe.val() < self.start.val();
         self.run_r.d.next = self.run.val();
         self.count_r.d.next = 0.into();
+        self.count_t.d.next = 0.into();
         self.at_r.d.next = false;
         if !self.below.q.val() {
             if self.diff.q.val() < self.run_r.q.val() {
                 self.count_r.d.next = self.diff.q.val();
+                self.count_t.d.next = self.diff.q.val();
                 self.at_r.d.next = true;
             } else {
                 self.count_r.d.next = self.run_r.q.val();
+                self.count_t.d.next = self.run_r.q.val();
             }
         }
         self.count.next = self.count_r.q.val();
+        self.count_tie.next = self.count_t.q.val();
         self.at.next = self.at_r.q.val();
     }
 }
@@ -125,6 +137,7 @@ mod tests {
             if let Some(&(p, s, r)) = t.checked_sub(1).and_then(|k| rows.get(k)) {
                 let want = (p.saturating_sub(s).min(r), s <= p && p < s + r);
                 assert_eq!((c.count.val().to_u64(), c.at.val()), want, "probe {p}, run {s} + {r}");
+                assert_eq!(c.count_tie.val().to_u64(), want.0, "the tie-break's copy: probe {p}, run {s} + {r}");
                 at += usize::from(want.1);
                 inside += usize::from(want.0 > 0 && want.0 < r);
             }

@@ -679,7 +679,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.at_b.next = self.count[0].at.val() & self.donor4.q.val();
         self.tie_break.base.next = self.bs4.q.val();
         self.tie_break.c1.next = self.c1_4.q.val();
-        self.tie_break.count.next = self.count[0].count.val();
+        self.tie_break.count.next = self.count[0].count_tie.val();
         self.tie_break.take.next = self.take4.q.val();
         self.tie_break.earn.next = self.earn4.q.val();
         self.tie_break.spend.next = self.spend4.q.val();
