@@ -193,9 +193,11 @@ ecp5_shape() {
   # LOAD's warm count units (`warm$?`) and the totals of keys (`total_?`) take the run
   # of `nr5` as well, and the warm units' choice of probes (`wborrower5$?`) is one
   # register per unit, beside it.
-  # The first count unit's copy of its count for the tie-break (`count_t`, the others
-  # drive nothing) is kept apart from the one the sums take, for the same reason.
-  for reg in 'sum_?$?$xr' 'range_?$low$xr' 'range_?$high$xr' 'count$?$run_r' 'count$0$count_t' 'range_?$nfs6' \
+  # The first count unit's count for the sums (`count_r`) and its copy for the
+  # tie-break (`count_t`; the other units' drive nothing) are both kept, or one would
+  # be merged into the other, placed between the sums and the tie-break again.
+  for reg in 'sum_?$?$xr' 'range_?$low$xr' 'range_?$high$xr' 'count$?$run_r' 'count$0$count_r' 'count$0$count_t' \
+    'range_?$nfs6' \
     'range_?$end6' 'range_?$start5' 'range_?$run5' ns5 nr5 'warm$?$run_r' 'total_?$xr' 'wborrower5$?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done

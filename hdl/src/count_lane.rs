@@ -14,9 +14,10 @@ pub const PROBES: usize = 3;
 /// Stage 1 (`probe`, `start`, `run` in cycle `c`): `probe - start` and `probe < start`,
 /// and `run` registered (each unit its own copy, beside its clamp; hdl/synth.sh keeps
 /// the copies). Stage 2: the clamp. `count` and `at` hold the result in cycle `c + 2`,
-/// and `count_tie` the same count from a flip-flop of its own: the tie-break's adders
-/// ([`crate::tie_break`]) take it there while `count` feeds the sums (one register
-/// placed between both was the engine's critical path; hdl/synth.sh keeps the copy).
+/// and `count_tie` the same count from a flip-flop of its own, for the tie-break's
+/// adders ([`crate::tie_break`]), while `count` feeds the sums: one register placed
+/// between both was the engine's critical path (hdl/synth.sh keeps both registers,
+/// which Yosys would otherwise merge).
 #[derive(LogicBlock)]
 pub struct CountLane {
     /// Clock.
