@@ -134,7 +134,7 @@ impl Lab {
             c.args(["-P", &flows.to_string(), "-t", &secs.to_string()]);
             if let Some(rates) = mbps {
                 // -b is per stream; iperf3 paces by whole writes, so small ones
-                // ([`PACED_WRITE`]) keep each stream near its rate at every instant.
+                // (`PACED_WRITE`) keep each stream near its rate at every instant.
                 c.args(["-b", &format!("{}K", rates[i] * 1000 / flows)]);
                 c.args(["-l", &PACED_WRITE.to_string()]);
             }
@@ -183,7 +183,7 @@ impl Sampler {
     /// destination port: the receiver's local port).
     pub fn start(ns: &str, ports: &[u16], every: Duration, limit: Duration) -> Sampler {
         let stop = Arc::new(Mutex::new(None::<Instant>));
-        let (ns, ports, after) = (ns.to_string(), ports.to_vec(), Arc::clone(&stop));
+        let (ns, ports, past) = (ns.to_string(), ports.to_vec(), Arc::clone(&stop));
         let thread = std::thread::spawn(move || {
             let diag = diag_socket(&ns);
             let mut buf = vec![0u8; 1 << 16];
@@ -194,7 +194,7 @@ impl Sampler {
             let mut next = start;
             // Until a reading began after the point the test asked for (or the limit).
             let done = |samples: &[Sample]| {
-                let past = *after.lock().unwrap();
+                let past = *past.lock().unwrap();
                 past.is_some_and(|p| samples.last().is_some_and(|s| s.before > p))
             };
             while !done(&samples) && start.elapsed() < limit {
@@ -224,13 +224,18 @@ impl Sampler {
     /// read.
     pub fn finish(mut self, past: Instant) -> Received {
         *self.stop.lock().unwrap() = Some(past);
-        Received { samples: self.thread.take().unwrap().join().unwrap() }
+        let samples = self.thread.take().unwrap().join().unwrap();
+        assert!(
+            samples.last().is_some_and(|s| s.before > past),
+            "the sampler's time limit ended it before the test did"
+        );
+        Received { samples }
     }
 }
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        // Stop at once: any reading begins after now's.
+        // Stop after the reading under way, if any, and at most one more.
         if let Ok(mut stop) = self.stop.lock() {
             *stop = Some(Instant::now());
         }
@@ -332,9 +337,13 @@ impl Received {
     pub fn bytes_at(&self, u: usize, t: Instant) -> f64 {
         let s = &self.samples;
         assert!(s.len() >= 2, "too few samples: {}", s.len());
+        let (first, last) = (s[0].at(), s[s.len() - 1].at());
         assert!(
-            s[0].at() <= t && t <= s[s.len() - 1].at(),
-            "asked for the bytes at an instant outside the samples (none is interpolated off their ends)"
+            first <= t && t <= last,
+            "asked for the bytes {:?} after the first sample, outside the samples (up to {:?}): none is \
+             interpolated off their ends",
+            t.saturating_duration_since(first),
+            last - first
         );
         let i = s.partition_point(|x| x.at() <= t).clamp(1, s.len() - 1);
         let (p, q) = (&s[i - 1], &s[i]);
