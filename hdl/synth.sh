@@ -171,7 +171,7 @@ ecp5_shape() {
   # copies back into one (a register
   # driving far lanes through most of a cycle of routing), so they carry `keep`.
   local copies="" reg
-  for reg in busy_l mode_l fin_l 'load_sum$?' shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid \
+  for reg in busy_l mode_l 'load_sum$?' shift_l fair_l g_l free_l 'pa$?' 'pb$?' row_ctr wr_ctr valid \
     'borrower2$?' last_l; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done

@@ -309,8 +309,6 @@ pub struct EngineLane<const A: usize> {
     /// The phase is LOAD: which counts the sums take (warm or the search's), one copy
     /// per probe's pair of sums (hdl/synth.sh keeps the copies).
     load_sum: [DFF<Bit>; PROBES],
-    /// The phase is FINAL: the result queue reads.
-    fin_l: DFF<Bit>,
     borrower3: Signal<Local, Bit>,
     donor3: Signal<Local, Bit>,
     reach3: Signal<Local, Bits<32>>,
@@ -466,7 +464,6 @@ impl<const A: usize> EngineLane<A> {
             karma: Default::default(),
             maxmin: Default::default(),
             load_sum: array_init::array_init(|_| Default::default()),
-            fin_l: Default::default(),
             borrower2: array_init::array_init(|_| Default::default()),
             borrower3: Default::default(),
             donor3: Default::default(),
@@ -485,8 +482,8 @@ impl<const A: usize> Logic for EngineLane<A> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, row_ctr, wr_ctr, valid, last_l, busy_l, mode_l, shift_l, fin_l, fair_l, g_l, free_l, demand,
-            ok1, kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4, borrower4,
+            self, clock, row_ctr, wr_ctr, valid, last_l, busy_l, mode_l, shift_l, fair_l, g_l, free_l, demand, ok1,
+            kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4, borrower4,
             donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err, nk6, nk7
         );
         dff_setup!(self, clock, search_add, load_write, warm_add, final_write);
@@ -529,7 +526,6 @@ impl<const A: usize> Logic for EngineLane<A> {
         for j in 0..PROBES {
             self.load_sum[j].d.next = self.phase.val().get_bit(0);
         }
-        self.fin_l.d.next = self.phase.val().get_bit(2);
         self.search_add.d.next = self.phase.val().get_bit(1) & ((self.valid.q.val() & self.search_early.val()) != 0);
         self.load_write.d.next = self.phase.val().get_bit(0) & ((self.valid.q.val() & self.load_early.val()) != 0);
         self.warm_add.d.next = self.phase.val().get_bit(0) & ((self.valid.q.val() & self.warm_early.val()) != 0);
@@ -562,8 +558,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.last_l.d.next = self.last_row.val();
         self.queue.clock.next = self.clock.val();
         self.queue.restart.next = self.restart.val();
-        self.queue.on.next = self.fin_l.q.val();
-        self.queue.written.next = self.wr_ctr.q.val();
+        self.queue.write.next = self.final_write.q.val();
         self.queue.last_row.next = self.last_l.q.val();
         self.queue.alloc_in.next = self.banks.result_alloc.val();
         self.queue.credit_in.next = self.banks.result_credit.val();

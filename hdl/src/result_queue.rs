@@ -2,20 +2,29 @@
 //! queues the rows for the result stream, so that results leave at a row per cycle
 //! while FINAL is still writing, and the stream's back-pressure stops only this block.
 //!
-//! The queue decides to read row `r` once FINAL has written it (`r` below its own copy
-//! of `written`, the lane's write counter, registered a cycle late beside the decision:
-//! the counter also addresses the lane's banks, and the placer may put the queue far
-//! from it) and holds at most [`DEPTH`] rows, counting those decided
-//! and not yet taken. A row decided in cycle `t` is read in `t + 1` (the banks' read
-//! address moves on a registered enable), is latched by the bank at the end of it, comes
-//! out of the bank's output register in `t + 3` and is written into its entry (on a
-//! registered one-hot enable) at the end of it, and can be taken from `t + 4`: four rows are on their way
-//! when the stream takes one per cycle, so five entries never make the reads wait.
-//! The banks' read address and the entries move on enables that are flip-flops; the
-//! decision to read is logic on flip-flops only (the next row against the copy of
-//! `written`, the rows held against DEPTH); `ready` takes the head (the read pointer, the counts),
-//! reaches the decision only through the flip-flop `held` and no bank address at all
-//! (`valid`, `alloc` and `credit` are flip-flops through a five-way multiplexer). A result held while `ready` is low does not change.
+//! The queue counts the rows FINAL has written that it has not yet decided to read
+//! (`avail`: up on FINAL's write strobe, registered a cycle late beside the decision,
+//! since the strobe comes from the lane's pipeline and the placer may put the queue far
+//! from it; down on each decision) and holds at most [`DEPTH`] rows, counting those
+//! decided and not yet taken. A row decided in cycle `t` is read in `t + 1` (the banks'
+//! read address moves on a registered enable), is latched by the bank at the end of it,
+//! comes out of the bank's output register in `t + 3` and is written into its entry (on
+//! a registered one-hot enable) at the end of it, and can be taken from `t + 4`: four
+//! rows are on their way when the stream takes one per cycle, so five entries never make
+//! the reads wait.
+//!
+//! FINAL writes the quantum's rows once each, in order, so the rows waiting are the
+//! rows to read and nothing else has to stop the reads at the last row. The decision
+//! to read is one LUT of two flip-flops (a written row waits, DEPTH rows are held), so
+//! the loop from the decision back into the registers it moves is two LUTs long: the
+//! rows held and the rows in the entries are thermometer codes (bit `k`: more than
+//! `k`), whose flags are the comparisons, and whether a row waits is a flag kept beside
+//! the count of waiting rows. `ready` takes
+//! the head (the read pointer, the entries' code), reaches the decision only through
+//! the rows held and no bank address at all (`valid`, `alloc` and `credit` are
+//! flip-flops through a five-way multiplexer). A result held while `ready` is low does
+//! not change. `restart` is registered on the way in and acts a cycle later (it drives
+//! every register here, and comes from the sequencer across the die).
 //!
 //! Every lane runs its own copy (they are all in step), so that nothing the reads
 //! depend on crosses the die. The entry a row takes is counted when the row leaves the
@@ -29,10 +38,12 @@ use rust_hdl::prelude::*;
 
 /// Rows a queue holds (decided and not yet taken).
 pub const DEPTH: usize = 5;
+// The thermometer codes' top flag is bit 4 below (`hdl_gen` takes literal bit indices).
+const _: () = assert!(DEPTH == 5, "the thermometer codes' top bit is written as 4");
 
 /// Cycles from FINAL's write of a row (the end of the cycle that writes it) to the
-/// first cycle the row can be taken, when the queue is not full: counted in the copy of
-/// `written`, decided, read, latched by the bank, out of its output register, in its
+/// first cycle the row can be taken, when the queue is not full: counted in the rows
+/// waiting, decided, read, latched by the bank, out of its output register, in its
 /// entry.
 pub const LATENCY: usize = 6;
 
@@ -46,12 +57,12 @@ pub const LAST_TAKEN_DELAY: usize = 2;
 pub struct ResultQueue<const A: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Empty the queue and read from row 0 again (between quanta).
+    /// Empty the queue and read from row 0 again (between quanta), a cycle later: a
+    /// write in the cycle of `restart` is not counted, one in the cycle after it is.
     pub restart: Signal<In, Bit>,
-    /// FINAL writes results: rows below `written` can be read.
-    pub on: Signal<In, Bit>,
-    /// Rows FINAL has written (the lane's write counter).
-    pub written: Signal<In, Bits<A>>,
+    /// FINAL writes a row at the end of this cycle (the lane's write strobe): after
+    /// `restart`, rows 0 to `last_row`, in order, once each, and no other.
+    pub write: Signal<In, Bit>,
     /// The quantum's last row (held for the quantum).
     pub last_row: Signal<In, Bits<A>>,
     /// The result banks' allocation at `row`, two cycles after it.
@@ -70,13 +81,16 @@ pub struct ResultQueue<const A: usize> {
     pub credit: Signal<Out, Bits<32>>,
     /// The last row was taken [`LAST_TAKEN_DELAY`] cycles before (a flip-flop).
     pub last_taken: Signal<Out, Bit>,
-    /// `written` a cycle late, beside the decision.
-    written_r: DFF<Bits<A>>,
-    /// The next row to decide on, and the row the banks read.
-    ask_row: DFF<Bits<A>>,
+    /// `restart` a cycle late, beside the registers it clears.
+    restart_r: DFF<Bit>,
+    /// `write` a cycle late, beside the decision.
+    write_r: DFF<Bit>,
+    /// Rows written and not yet decided on (at most 2^A - 1: the queue decides a written
+    /// row at once unless DEPTH rows are held), and whether there are any.
+    avail: DFF<Bits<A>>,
+    waiting: DFF<Bit>,
+    /// The row the banks read.
     next_row: DFF<Bits<A>>,
-    /// Every row of the quantum has been decided on.
-    read_all: DFF<Bit>,
     /// A row decided on in the last cycle is read now (the read address's enable), and
     /// along the way to its entry.
     reading: DFF<Bit>,
@@ -87,13 +101,12 @@ pub struct ResultQueue<const A: usize> {
     /// sit beside the two result banks, which may be far apart).
     enable: [DFF<Bit>; DEPTH],
     enable_c: [DFF<Bit>; DEPTH],
-    /// Rows decided on and not yet taken.
-    held: DFF<Bits<3>>,
+    /// Rows decided on and not yet taken, a thermometer code (bit `k`: more than `k`).
+    held: DFF<Bits<DEPTH>>,
     /// The entry the next arriving row will take (rows arrive in the order decided).
     fill_at: DFF<Bits<3>>,
-    /// Rows in the entries.
-    count: DFF<Bits<3>>,
-    nonempty: DFF<Bit>,
+    /// Rows in the entries, a thermometer code: bit 0 says the head is valid.
+    filled: DFF<Bits<DEPTH>>,
     read_at: DFF<Bits<3>>,
     /// Rows taken in this quantum: the head is the last row when they number `last_row`.
     taken_rows: DFF<Bits<A>>,
@@ -103,10 +116,8 @@ pub struct ResultQueue<const A: usize> {
     credit_q: [DFF<Bits<32>>; DEPTH],
     slot: [Constant<Bits<3>>; DEPTH],
     last_slot: Constant<Bits<3>>,
-    full: Constant<Bits<3>>,
     fetch: Signal<Local, Bit>,
     take: Signal<Local, Bit>,
-    count_next: Signal<Local, Bits<3>>,
 }
 
 impl<const A: usize> Default for ResultQueue<A> {
@@ -114,8 +125,7 @@ impl<const A: usize> Default for ResultQueue<A> {
         ResultQueue {
             clock: Default::default(),
             restart: Default::default(),
-            on: Default::default(),
-            written: Default::default(),
+            write: Default::default(),
             last_row: Default::default(),
             alloc_in: Default::default(),
             credit_in: Default::default(),
@@ -125,10 +135,11 @@ impl<const A: usize> Default for ResultQueue<A> {
             alloc: Default::default(),
             credit: Default::default(),
             last_taken: Default::default(),
-            written_r: Default::default(),
-            ask_row: Default::default(),
+            restart_r: Default::default(),
+            write_r: Default::default(),
+            avail: Default::default(),
+            waiting: Default::default(),
             next_row: Default::default(),
-            read_all: Default::default(),
             reading: Default::default(),
             leaving: Default::default(),
             arriving: Default::default(),
@@ -136,8 +147,7 @@ impl<const A: usize> Default for ResultQueue<A> {
             enable_c: array_init::array_init(|_| Default::default()),
             held: Default::default(),
             fill_at: Default::default(),
-            count: Default::default(),
-            nonempty: Default::default(),
+            filled: Default::default(),
             read_at: Default::default(),
             taken_rows: Default::default(),
             taken_last: Default::default(),
@@ -146,10 +156,8 @@ impl<const A: usize> Default for ResultQueue<A> {
             credit_q: array_init::array_init(|_| Default::default()),
             slot: array_init::array_init(|k| Constant::new(Bits::<3>::from(k as u64))),
             last_slot: Constant::new(Bits::<3>::from(DEPTH as u64 - 1)),
-            full: Constant::new(Bits::<3>::from(DEPTH as u64)),
             fetch: Default::default(),
             take: Default::default(),
-            count_next: Default::default(),
         }
     }
 }
@@ -160,17 +168,17 @@ impl<const A: usize> Logic for ResultQueue<A> {
         dff_setup!(
             self,
             clock,
-            written_r,
-            ask_row,
+            restart_r,
+            write_r,
+            avail,
+            waiting,
             next_row,
-            read_all,
             reading,
             leaving,
             arriving,
             held,
             fill_at,
-            count,
-            nonempty,
+            filled,
             read_at,
             taken_rows,
             taken_last,
@@ -184,25 +192,25 @@ impl<const A: usize> Logic for ResultQueue<A> {
             self.alloc_q[k].d.next = self.alloc_q[k].q.val();
             self.credit_q[k].d.next = self.credit_q[k].q.val();
         }
-        // Decide to read a row FINAL has written (by the copy, a cycle late) while fewer
-        // than DEPTH rows are held.
-        self.written_r.d.next = self.written.val();
-        self.fetch.next = self.on.val()
-            & !self.read_all.q.val()
-            & (self.ask_row.q.val() != self.written_r.q.val())
-            & (self.held.q.val() != self.full.val());
-        self.take.next = self.ready.val() & self.nonempty.q.val();
-        if self.fetch.val() {
-            self.ask_row.d.next = self.ask_row.q.val() + 1;
-            if self.ask_row.q.val() == self.last_row.val() {
-                self.read_all.d.next = true;
-            }
+        self.restart_r.d.next = self.restart.val();
+        self.write_r.d.next = self.write.val();
+        // Decide to read a written row while fewer than DEPTH rows are held: one LUT.
+        self.fetch.next = self.waiting.q.val() & !self.held.q.val().get_bit(4);
+        self.take.next = self.ready.val() & self.filled.q.val().get_bit(0);
+        // The rows waiting: a write counts a cycle late, a decision at once.
+        if self.write_r.q.val() & !self.fetch.val() {
+            self.avail.d.next = self.avail.q.val() + 1;
+            self.waiting.d.next = true;
+        }
+        if !self.write_r.q.val() & self.fetch.val() {
+            self.avail.d.next = self.avail.q.val() - 1;
+            self.waiting.d.next = self.avail.q.val() != 1;
         }
         if self.fetch.val() & !self.take.val() {
-            self.held.d.next = self.held.q.val() + 1;
+            self.held.d.next = (self.held.q.val() << 1).replace_bit(0, true);
         }
         if !self.fetch.val() & self.take.val() {
-            self.held.d.next = self.held.q.val() - 1;
+            self.held.d.next = self.held.q.val() >> 1;
         }
         // The row decided on is read in the next cycle: the banks read `next_row` at the
         // end of every cycle, and it moves on a registered enable.
@@ -232,16 +240,13 @@ impl<const A: usize> Logic for ResultQueue<A> {
                 self.credit_q[k].d.next = self.credit_in.val();
             }
         }
-        // The entries' count, and the head taken.
-        self.count_next.next = self.count.q.val();
+        // The entries filled, and the head taken.
         if self.arriving.q.val() & !self.take.val() {
-            self.count_next.next = self.count.q.val() + 1;
+            self.filled.d.next = (self.filled.q.val() << 1).replace_bit(0, true);
         }
         if !self.arriving.q.val() & self.take.val() {
-            self.count_next.next = self.count.q.val() - 1;
+            self.filled.d.next = self.filled.q.val() >> 1;
         }
-        self.count.d.next = self.count_next.val();
-        self.nonempty.d.next = self.count_next.val() != 0;
         if self.take.val() {
             self.taken_rows.d.next = self.taken_rows.q.val() + 1;
             self.read_at.d.next = self.read_at.q.val() + 1;
@@ -249,18 +254,16 @@ impl<const A: usize> Logic for ResultQueue<A> {
                 self.read_at.d.next = 0.into();
             }
         }
-        if self.restart.val() {
-            self.written_r.d.next = 0.into();
-            self.ask_row.d.next = 0.into();
+        if self.restart_r.q.val() {
+            self.avail.d.next = 0.into();
+            self.waiting.d.next = false;
             self.next_row.d.next = 0.into();
-            self.read_all.d.next = false;
             self.reading.d.next = false;
             self.leaving.d.next = false;
             self.arriving.d.next = false;
             self.held.d.next = 0.into();
             self.fill_at.d.next = 0.into();
-            self.count.d.next = 0.into();
-            self.nonempty.d.next = false;
+            self.filled.d.next = 0.into();
             self.read_at.d.next = 0.into();
             self.taken_rows.d.next = 0.into();
             for k in 0..DEPTH {
@@ -269,7 +272,7 @@ impl<const A: usize> Logic for ResultQueue<A> {
             }
         }
         // The head.
-        self.valid.next = self.nonempty.q.val();
+        self.valid.next = self.filled.q.val().get_bit(0);
         self.alloc.next = self.alloc_q[0].q.val();
         self.credit.next = self.credit_q[0].q.val();
         for k in 1..DEPTH {
@@ -306,8 +309,8 @@ mod tests {
     /// with the words written (a read of a row not yet written returns a poisoned word,
     /// so reading ahead of FINAL fails), a head held still (and valid) while `ready` is
     /// low, `last_taken` [`LAST_TAKEN_DELAY`] cycles after the last row is taken and never else, a
-    /// restart with `on` high or low and the write counter at any value, as the engine
-    /// gives them;
+    /// restart with a write strobe in its cycle or not (not
+    /// counted), as the engine gives them, and a write in the cycle after it (counted);
     /// with FINAL writing a row per cycle and the stream always ready, a row leaves in
     /// every cycle after the first.
     #[test]
@@ -322,18 +325,15 @@ mod tests {
             let steady = quantum % 10 == 0;
             let words: Vec<(u64, u64)> =
                 (0..rows).map(|_| (rng.gen::<u32>().into(), rng.gen::<u32>().into())).collect();
-            // The engine restarts the queues in every idle cycle, with the lanes still in
-            // FINAL's phase (`on`) from the last quantum; the lane's write counter is
-            // zeroed at the end of the restart's cycle, so the queue sees in it whatever
-            // the counter held.
+            // The engine restarts the queues in every idle cycle; a write strobe in the
+            // restart's cycle belongs to no quantum (the engine has none there: the test
+            // gives one at random, and it must not count).
             q.restart.next = true;
-            q.on.next = rng.gen_bool(0.5);
-            q.written.next = rng.gen_range(0..1u64 << A).into();
+            q.write.next = rng.gen_bool(0.5);
             q.ready.next = false;
             tick(&mut q);
             q.restart.next = false;
             q.last_row.next = ((rows - 1) as u64).into();
-            q.on.next = true;
             let (mut written, mut got) = (0usize, Vec::new());
             let mut held: Option<(u64, u64)> = None;
             let mut out_cycles = Vec::new();
@@ -345,7 +345,10 @@ mod tests {
                 }
                 let ready = steady || rng.gen_bool(0.6);
                 q.ready.next = ready;
-                q.written.next = ((written % (1 << A)) as u64).into();
+                // FINAL writes a row at the end of this cycle (from cycle 0, the one right
+                // after the restart's).
+                let writes = written < rows && (steady || rng.gen_bool(0.7));
+                q.write.next = writes;
                 q.alloc_in.next = bank_out[1].0.into();
                 q.credit_in.next = bank_out[1].1.into();
                 assert!(simulate(&mut q, 1_000));
@@ -369,8 +372,7 @@ mod tests {
                     Some(&w) if read < written => w,
                     _ => (0xdead_beef, 0xdead_beef),
                 };
-                // FINAL writes a row at the end of this cycle.
-                if written < rows && (steady || rng.gen_bool(0.7)) {
+                if writes {
                     written += 1;
                 }
                 tick(&mut q);
