@@ -258,9 +258,8 @@ pub struct EngineLane<const A: usize> {
     take4: DFF<Bit>,
     spend4: DFF<Bit>,
     earn4: DFF<Bit>,
-    fl4: DFF<Bits<6>>,
-    /// Bit 0 c1 != 0, 1 c1 >= 2^31, 2 c1 + (g - d) >= 2^31.
-    cf4: DFF<Bits<3>>,
+    /// The user exists.
+    ok4: DFF<Bit>,
     // Stage 5 (LOAD): the user's run, stored and added up.
     nk5: DFF<Bits<2>>,
     ns5: DFF<Bits<32>>,
@@ -269,7 +268,8 @@ pub struct EngineLane<const A: usize> {
     ne5: DFF<Bits<2>>,
     ok5: DFF<Bit>,
     err: DFF<Bits<2>>,
-    /// Stage 4 (LOAD): the user's kind, run, base allocation and errors.
+    /// Stages 3 and 4 (LOAD): the user's kind, run, base allocation and errors, decided
+    /// from the flags and registered, then selected from the words.
     rule: RunRule,
     /// Stages 5 and 6 (LOAD): the key ranges of search A and of search B.
     range_a: KeyRange,
@@ -439,8 +439,7 @@ impl<const A: usize> EngineLane<A> {
             take4: Default::default(),
             spend4: Default::default(),
             earn4: Default::default(),
-            fl4: Default::default(),
-            cf4: Default::default(),
+            ok4: Default::default(),
             nk5: Default::default(),
             ns5: Default::default(),
             nr5: Default::default(),
@@ -484,7 +483,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         dff_setup!(
             self, clock, row_ctr, wr_ctr, valid, last_l, busy_l, mode_l, shift_l, fair_l, g_l, free_l, demand, ok1,
             kd2, dm2, ok2, c1_3, cr3, dmg3, gmd3, dm3, bs3, kd3, fl3, c1_4, brun4, gmd4, dm4, bs4, kd4, borrower4,
-            donor4, take4, spend4, earn4, fl4, cf4, nk5, ns5, nr5, nb5, ne5, ok5, err, nk6, nk7
+            donor4, take4, spend4, earn4, ok4, nk5, ns5, nr5, nb5, ne5, ok5, err, nk6, nk7
         );
         dff_setup!(self, clock, search_add, load_write, warm_add, final_write);
         self.banks.clock.next = self.clock.val();
@@ -623,19 +622,21 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.take4.d.next = (self.karma.val() & self.borrower3.val()) | (self.maxmin.val() & self.donor3.val());
         self.spend4.d.next = self.karma.val() & self.borrower3.val();
         self.earn4.d.next = self.karma.val() & self.donor3.val();
-        self.fl4.d.next = self.fl3.q.val();
+        self.ok4.d.next = self.fl3.q.val().get_bit(5);
+        // The rule decides from the flags in this stage (and registers its decisions).
         self.reach3.next = self.c1_3.q.val() + self.gmd3.q.val();
-        self.cf4.d.next = bits::<3>(0)
+        self.rule.clock.next = self.clock.val();
+        self.rule.karma.next = self.karma.val();
+        self.rule.maxmin.next = self.maxmin.val();
+        self.rule.flags.next = self.fl3.q.val();
+        self.rule.credit_flags.next = bits::<3>(0)
             .replace_bit(0, self.c1_3.q.val() != 0)
             .replace_bit(1, self.c1_3.q.val().get_bit(31))
             .replace_bit(2, self.reach3.val().get_bit(31));
 
-        // Stage 4 (LOAD): the user's kind, run, base allocation and errors; the run is
-        // stored (`ns5`, `nr5`) and each search's key range takes its own copy.
-        self.rule.karma.next = self.karma.val();
-        self.rule.maxmin.next = self.maxmin.val();
-        self.rule.flags.next = self.fl4.q.val();
-        self.rule.credit_flags.next = self.cf4.q.val();
+        // Stage 4 (LOAD): the user's kind, run, base allocation and errors, selected by
+        // the rule's decisions; the run is stored (`ns5`, `nr5`) and each search's key
+        // range takes its own copy.
         self.rule.c1.next = self.c1_4.q.val();
         self.rule.given.next = self.gmd4.q.val();
         self.rule.wanted.next = self.brun4.q.val();
@@ -647,7 +648,7 @@ impl<const A: usize> Logic for EngineLane<A> {
         self.nr5.d.next = self.rule.run.val();
         self.nb5.d.next = self.rule.base.val();
         self.ne5.d.next = self.rule.error.val();
-        self.ok5.d.next = self.fl4.q.val().get_bit(5);
+        self.ok5.d.next = self.ok4.q.val();
         for j in 0..PROBES {
             self.wborrower5[j].d.next = self.rule.kind.val() == 1;
         }

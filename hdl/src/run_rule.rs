@@ -1,11 +1,16 @@
-//! What a user is in this quantum, decided in the lane's LOAD stage 4 from flags the
-//! earlier stages computed: its kind (a Karma borrower, a donor or a max-min user), the
-//! run of keys it puts into its search, its base allocation and its range errors
-//! (`../shared/spec/karma.md`, Algorithm 1 with equal shares; max-min; strict).
+//! What a user is in this quantum, decided in the lane's LOAD stage 3 from flags the
+//! earlier stages computed and selected in stage 4 from the words: its kind (a Karma
+//! borrower, a donor or a max-min user), the run of keys it puts into its search, its
+//! base allocation and its range errors (`../shared/spec/karma.md`, Algorithm 1 with
+//! equal shares; max-min; strict).
 //!
-//! Combinational: the lane registers what it gives (its stage 5). The flags are
-//! comparisons and carries made a stage or two earlier, so that this block is a few
-//! LUTs of selection and no carry chain.
+//! Timing: the flags of a row are given in cycle `t`, its words (`c1`, `given`, ...)
+//! in `t + 1`, and the outputs show that row in `t + 1` (combinational on the words; the
+//! lane registers them, its stage 5). The flags are comparisons and carries made a
+//! stage or two earlier; the decisions they make (the kind, which word each output
+//! takes, the errors) are registered here, so that every output bit is one selection
+//! of words by flip-flops: with the decision in front of the selection, its LUTs were
+//! shared by the run's 32 bits and placed far from them (docs/engine.md).
 
 use rust_hdl::prelude::*;
 
@@ -56,13 +61,15 @@ pub mod error {
 /// The per-user rule of LOAD.
 #[derive(LogicBlock, Default)]
 pub struct RunRule {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
     /// The pool runs Karma.
     pub karma: Signal<In, Bit>,
     /// The pool runs max-min (neither: strict partitioning).
     pub maxmin: Signal<In, Bit>,
-    /// See [`flag`].
+    /// See [`flag`] (a cycle before the words).
     pub flags: Signal<In, Bits<6>>,
-    /// See [`credit_flag`].
+    /// See [`credit_flag`] (a cycle before the words).
     pub credit_flags: Signal<In, Bits<3>>,
     /// `c1`.
     pub c1: Signal<In, Bits<32>>,
@@ -88,29 +95,39 @@ pub struct RunRule {
     pub base: Signal<Out, Bits<32>>,
     /// See [`error`] (only for a user that exists).
     pub error: Signal<Out, Bits<2>>,
+    /// The decisions, registered: the kind, the errors, and the word each output takes
+    /// (0: none, the output is 0). `start`: 1 `c1`, 2 `!c1`, 3 the key 1; `run`: 1
+    /// `given`, 2 `wanted`, 3 `demand`; `base`: 1 `demand`, 2 `guaranteed`, 3 `fair`.
+    kind_r: DFF<Bits<2>>,
+    error_r: DFF<Bits<2>>,
+    start_from: DFF<Bits<2>>,
+    run_from: DFF<Bits<2>>,
+    base_from: DFF<Bits<2>>,
     credit_error: Signal<Local, Bit>,
 }
 
 impl Logic for RunRule {
     #[hdl_gen]
     fn update(&mut self) {
-        self.kind.next = 0.into();
-        self.start.next = 0.into();
-        self.run.next = 0.into();
-        self.base.next = 0.into();
+        dff_setup!(self, clock, kind_r, start_from, run_from, base_from, error_r);
+        // Decided from the flags (cycle `t`).
+        self.kind_r.d.next = 0.into();
+        self.start_from.d.next = 0.into();
+        self.run_from.d.next = 0.into();
+        self.base_from.d.next = 0.into();
         self.credit_error.next = false;
         if self.karma.val() {
             if self.flags.val().get_bit(0) {
-                self.kind.next = 2.into();
-                self.start.next = self.c1.val();
-                self.run.next = self.given.val();
-                self.base.next = self.demand.val();
+                self.kind_r.d.next = 2.into();
+                self.start_from.d.next = 1.into();
+                self.run_from.d.next = 1.into();
+                self.base_from.d.next = 1.into();
             } else {
-                self.base.next = self.guaranteed.val();
+                self.base_from.d.next = 2.into();
                 if self.flags.val().get_bit(1) & self.credit_flags.val().get_bit(0) {
-                    self.kind.next = 1.into();
-                    self.start.next = !self.c1.val();
-                    self.run.next = self.wanted.val();
+                    self.kind_r.d.next = 1.into();
+                    self.start_from.d.next = 2.into();
+                    self.run_from.d.next = 2.into();
                 }
             }
             // The balance must be below 2^31 (so `c1` cannot wrap), and so must every
@@ -120,22 +137,50 @@ impl Logic for RunRule {
                 | self.credit_flags.val().get_bit(1)
                 | (self.flags.val().get_bit(0) & self.credit_flags.val().get_bit(2));
         } else if self.maxmin.val() {
-            self.kind.next = 2.into();
-            self.start.next = 1.into();
-            self.run.next = self.demand.val();
+            self.kind_r.d.next = 2.into();
+            self.start_from.d.next = 3.into();
+            self.run_from.d.next = 3.into();
         } else if self.flags.val().get_bit(2) {
-            self.base.next = self.demand.val();
+            self.base_from.d.next = 1.into();
         } else {
-            self.base.next = self.fair.val();
+            self.base_from.d.next = 3.into();
         }
         if !self.flags.val().get_bit(5) {
-            self.kind.next = 0.into();
-            self.run.next = 0.into();
-            self.base.next = 0.into();
+            self.kind_r.d.next = 0.into();
+            self.run_from.d.next = 0.into();
+            self.base_from.d.next = 0.into();
         }
-        self.error.next = bits::<2>(0)
+        self.error_r.d.next = bits::<2>(0)
             .replace_bit(0, self.flags.val().get_bit(5) & self.flags.val().get_bit(4))
             .replace_bit(1, self.flags.val().get_bit(5) & self.credit_error.val());
+
+        // Selected from the words (cycle `t + 1`).
+        self.kind.next = self.kind_r.q.val();
+        self.error.next = self.error_r.q.val();
+        self.start.next = 0.into();
+        if self.start_from.q.val() == 1 {
+            self.start.next = self.c1.val();
+        } else if self.start_from.q.val() == 2 {
+            self.start.next = !self.c1.val();
+        } else if self.start_from.q.val() == 3 {
+            self.start.next = 1.into();
+        }
+        self.run.next = 0.into();
+        if self.run_from.q.val() == 1 {
+            self.run.next = self.given.val();
+        } else if self.run_from.q.val() == 2 {
+            self.run.next = self.wanted.val();
+        } else if self.run_from.q.val() == 3 {
+            self.run.next = self.demand.val();
+        }
+        self.base.next = 0.into();
+        if self.base_from.q.val() == 1 {
+            self.base.next = self.demand.val();
+        } else if self.base_from.q.val() == 2 {
+            self.base.next = self.guaranteed.val();
+        } else if self.base_from.q.val() == 3 {
+            self.base.next = self.fair.val();
+        }
     }
 }
 
@@ -199,43 +244,62 @@ pub(crate) mod tests {
         }
     }
 
-    /// The block given the flags the lane's earlier stages compute (stages 2 and 3)
-    /// against the model, on random users of every mode: demands and balances at
-    /// the shares and at 2^31, balances that wrap `c1`.
+    /// A user's inputs as the lane's earlier stages compute them (stages 2 and 3), in
+    /// 32-bit words: its flags and credit flags, then (c1, given, wanted, demand,
+    /// guaranteed, fair).
+    fn inputs(u: &User) -> (u64, u64, [u32; 6]) {
+        let free = u.fair - u.guaranteed;
+        let c1 = u.balance.wrapping_add(free);
+        let given = u.guaranteed.wrapping_sub(u.demand);
+        let flags = u64::from(u.demand < u.guaranteed)
+            | u64::from(u.demand > u.guaranteed) << 1
+            | u64::from(u.demand < u.fair) << 2
+            | u64::from(u.balance >> 31) << 3
+            | u64::from(u.demand >> 31) << 4
+            | u64::from(u.exists) << 5;
+        let credit_flags =
+            u64::from(c1 != 0) | u64::from(c1 >> 31) << 1 | u64::from(c1.wrapping_add(given) >> 31) << 2;
+        let wanted = u.demand.wrapping_sub(u.guaranteed).min(c1);
+        (flags, credit_flags, [c1, given, wanted, u.demand, u.guaranteed, u.fair])
+    }
+
+    /// The block against the model, on a stream of random users of every mode (a
+    /// row every cycle, as in LOAD: a row's flags in the cycle of the previous row's
+    /// words): demands and balances at the shares and at 2^31, balances that wrap `c1`.
+    /// The mode changes with the row at times, so a decision must come from the
+    /// settings of its own row's cycle.
     #[test]
     fn decides_each_users_kind_run_base_and_errors_as_the_spec() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let mut rule = RunRule::default();
         rule.connect_all();
         let mut seen = std::collections::HashSet::new();
+        let mut mode = 0;
+        let mut previous: Option<User> = None;
         for _ in 0..40_000 {
+            if rng.gen_bool(0.05) {
+                mode = rng.gen_range(0..3);
+            }
             let fair = rng.gen_range(1..1u32 << 31);
             let guaranteed = rng.gen_range(0..=fair);
             let balance = word(&mut rng, &[0, 1 << 31, (1 << 31) - (fair - guaranteed)]);
             let demand = word(&mut rng, &[guaranteed, fair, 1 << 31]);
-            let u = User { mode: rng.gen_range(0..3), fair, guaranteed, balance, demand, exists: rng.gen_bool(0.9) };
-            // Stages 2 and 3 of the lane, in 32-bit words.
-            let free = fair - guaranteed;
-            let c1 = balance.wrapping_add(free);
-            let given = guaranteed.wrapping_sub(demand);
-            let flags = u64::from(demand < guaranteed)
-                | u64::from(demand > guaranteed) << 1
-                | u64::from(demand < fair) << 2
-                | u64::from(balance >> 31) << 3
-                | u64::from(demand >> 31) << 4
-                | u64::from(u.exists) << 5;
-            let credit_flags =
-                u64::from(c1 != 0) | u64::from(c1 >> 31) << 1 | u64::from(c1.wrapping_add(given) >> 31) << 2;
+            let u = User { mode, fair, guaranteed, balance, demand, exists: rng.gen_bool(0.9) };
+            // This row's flags with this cycle's settings; the previous row's words
+            // (random ones before the first).
+            let (flags, credit_flags, _) = inputs(&u);
+            let words = previous.as_ref().map_or_else(|| [rng.gen(); 6], |p| inputs(p).2);
             rule.karma.next = u.mode == 0;
             rule.maxmin.next = u.mode == 1;
             rule.flags.next = flags.into();
             rule.credit_flags.next = credit_flags.into();
-            rule.c1.next = u64::from(c1).into();
-            rule.given.next = u64::from(given).into();
-            rule.wanted.next = u64::from(demand.wrapping_sub(guaranteed).min(c1)).into();
-            rule.demand.next = u64::from(demand).into();
-            rule.guaranteed.next = u64::from(guaranteed).into();
-            rule.fair.next = u64::from(fair).into();
+            rule.c1.next = u64::from(words[0]).into();
+            rule.given.next = u64::from(words[1]).into();
+            rule.wanted.next = u64::from(words[2]).into();
+            rule.demand.next = u64::from(words[3]).into();
+            rule.guaranteed.next = u64::from(words[4]).into();
+            rule.fair.next = u64::from(words[5]).into();
+            rule.clock.next = false.into();
             assert!(simulate(&mut rule, 100));
             let got = (
                 rule.kind.val().to_u64(),
@@ -244,18 +308,21 @@ pub(crate) mod tests {
                 rule.base.val().to_u64(),
                 rule.error.val().to_u64(),
             );
-            let want = model(&u);
+            rule.clock.next = true.into();
+            assert!(simulate(&mut rule, 100));
+            let Some(p) = previous.replace(u) else { continue };
+            let want = model(&p);
             // A user with errors is refused as a whole: only the error bits count.
             if want.4 != 0 {
-                assert_eq!(got.4, want.4, "{u:?}");
-                seen.insert((u.mode, 9));
+                assert_eq!(got.4, want.4, "{p:?}");
+                seen.insert((p.mode, 9));
                 continue;
             }
             // The start of a user with an empty run is never read.
             let (got, want) =
                 if want.2 == 0 { ((got.0, 0, 0, got.3, got.4), (want.0, 0, 0, want.3, want.4)) } else { (got, want) };
-            assert_eq!(got, want, "{u:?}");
-            seen.insert((u.mode, want.0));
+            assert_eq!(got, want, "{p:?}");
+            seen.insert((p.mode, want.0));
         }
         // Every mode, every kind, errors.
         for case in
