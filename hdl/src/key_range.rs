@@ -41,9 +41,12 @@ pub struct KeyRange {
     start5: DFF<Bits<32>>,
     run5: DFF<Bits<32>>,
     /// The run's complemented start and its end, registered: each drives its maximum's
-    /// register and both its comparisons.
+    /// candidate register and its comparison with that candidate; a second copy of
+    /// each (`*_acc`) drives the comparison with the maximum (see [`MaxAcc`]).
     nfs6: DFF<Bits<32>>,
     end6: DFF<Bits<32>>,
+    nfs6_acc: DFF<Bits<32>>,
+    end6_acc: DFF<Bits<32>>,
     /// The run extends the range, decided a stage early so that the maximums are given
     /// a flag from a flip-flop.
     take6: DFF<Bit>,
@@ -55,16 +58,20 @@ pub struct KeyRange {
 impl Logic for KeyRange {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, start5, run5, nfs6, end6, take6);
+        dff_setup!(self, clock, start5, run5, nfs6, end6, nfs6_acc, end6_acc, take6);
         self.low.clock.next = self.clock.val();
         self.high.clock.next = self.clock.val();
         self.start5.d.next = self.start.val();
         self.run5.d.next = self.run.val();
         self.nfs6.d.next = !self.start5.q.val();
         self.end6.d.next = self.start5.q.val() + self.run5.q.val();
+        self.nfs6_acc.d.next = !self.start5.q.val();
+        self.end6_acc.d.next = self.start5.q.val() + self.run5.q.val();
         self.take6.d.next = self.load.val() & (self.run5.q.val() != 0);
         self.low.x.next = self.nfs6.q.val();
         self.high.x.next = self.end6.q.val();
+        self.low.x_acc.next = self.nfs6_acc.q.val();
+        self.high.x_acc.next = self.end6_acc.q.val();
         self.low.take.next = self.take6.q.val();
         self.high.take.next = self.take6.q.val();
         self.low.shift.next = self.shift.val();
