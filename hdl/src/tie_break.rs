@@ -50,6 +50,13 @@ pub struct TieBreak {
     ok_f: DFF<Bit>,
     /// The keys taken as slices (0 for a user that takes none).
     taken: Signal<Local, Bits<32>>,
+    /// The balance after the keys as one addition of 33 bits, so that `cd_d[0]` is
+    /// given by a carry chain alone (no selection after two chains): `c1` with a 1
+    /// below it, plus the count with a 0 below it (earned), its complement with a 1
+    /// below it (spent: `c1 + !count + 1`), or 0; bits 1 to 32 of the sum.
+    c1_wide: Signal<Local, Bits<33>>,
+    keys_wide: Signal<Local, Bits<33>>,
+    credit_wide: Signal<Local, Bits<33>>,
 }
 
 impl Logic for TieBreak {
@@ -66,13 +73,16 @@ impl Logic for TieBreak {
             self.taken.next = self.count.val();
         }
         self.al_d[0].d.next = self.base.val() + self.taken.val();
-        self.cd_d[0].d.next = self.c1.val();
-        if self.spend.val() {
-            self.cd_d[0].d.next = self.c1.val() - self.count.val();
-        }
+        self.c1_wide.next = (bit_cast::<33, 32>(self.c1.val()) << 1) | bits::<33>(1);
+        self.keys_wide.next = 0.into();
         if self.earn.val() {
-            self.cd_d[0].d.next = self.c1.val() + self.count.val();
+            self.keys_wide.next = bit_cast::<33, 32>(self.count.val()) << 1;
         }
+        if self.spend.val() {
+            self.keys_wide.next = (bit_cast::<33, 32>(!self.count.val()) << 1) | bits::<33>(1);
+        }
+        self.credit_wide.next = self.c1_wide.val() + self.keys_wide.val();
+        self.cd_d[0].d.next = self.credit_wide.val().get_bits::<32>(1);
         self.fl_d[0].d.next = bits::<4>(0)
             .replace_bit(0, self.take.val())
             .replace_bit(1, self.earn.val())
