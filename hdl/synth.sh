@@ -193,14 +193,20 @@ ecp5_shape() {
   # LOAD's warm count units (`warm$?`) and the totals of keys (`total_?`) take the run
   # of `nr5` as well, and the warm units' choice of probes (`wborrower5$?`) is one
   # register per unit, beside it.
+  # A key range's maximum compares a second copy of its candidate with the maximum
+  # (`nfs6_acc`, `end6_acc`, beside that comparison; hdl/src/reduce.rs, `MaxAcc`).
   # The first count unit's count for the sums (`count_r`) and its copy for the
   # tie-break (`count_t`; the other units' drive nothing) are both kept, or one would
   # be merged into the other, placed between the sums and the tie-break again.
   for reg in 'sum_?$?$xr' 'range_?$low$xr' 'range_?$high$xr' 'count$?$run_r' 'count$0$count_r' 'count$0$count_t' \
-    'range_?$nfs6' \
+    'range_?$nfs6' 'range_?$nfs6_acc' 'range_?$end6_acc' \
     'range_?$end6' 'range_?$start5' 'range_?$run5' ns5 nr5 'warm$?$run_r' 'total_?$xr' 'wborrower5$?'; do
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
+  # Each result bank registers FINAL's write strobe beside its DP16KD (hdl/src/bank.rs);
+  # unkept, Yosys merged that register into the queue's copy of the same strobe, a
+  # flip-flop placed for the queue driving the bank's write enables.
+  copies="$copies *\$lanes\$*\$banks\$result_*/t:\$dff"
   # The sequencer's one-hot state (`is_*`) drives its next-state logic; the engine
   # reads copies of it (`*_r`), which would otherwise be merged with the state bits
   # and pull them, and the next-state logic with them, toward the lanes.
