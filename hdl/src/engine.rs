@@ -299,7 +299,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // The settings: taken and checked in every idle cycle, so that those of the cycle
         // with `start` are kept; Begin acts on the check (`start` reaches only the
         // sequencer). The pool size and the shared slices follow (see `Settings`).
-        self.settings.take.next = self.sequencer.at_idle.val();
+        self.settings.take.next = self.sequencer.take_settings.val();
         self.settings.mode_in.next = self.mode.val();
         self.settings.n_in.next = self.n_users.val();
         self.settings.fair_in.next = self.fair.val();
