@@ -266,8 +266,7 @@ pub(crate) mod tests {
             | u64::from(u.balance >> 31) << 3
             | u64::from(u.demand >> 31) << 4
             | u64::from(u.exists) << 5;
-        let credit_flags =
-            u64::from(c1 != 0) | u64::from(c1 >> 31) << 1 | u64::from(c1.wrapping_add(given) >> 31) << 2;
+        let credit_flags = u64::from(c1 != 0) | u64::from(c1 >> 31) << 1 | u64::from(c1.wrapping_add(given) >> 31) << 2;
         let wanted = u.demand.wrapping_sub(u.guaranteed).min(c1);
         (flags, credit_flags, [c1, given, wanted, u.demand, u.guaranteed, u.fair])
     }
@@ -339,9 +338,16 @@ pub(crate) mod tests {
             }
         }
         // Every mode, every kind, errors.
-        for case in
-            [(0, kind::NONE), (0, kind::BORROWER), (0, kind::DONOR), (0, 8), (0, 9), (1, kind::DONOR), (1, 9), (2, kind::NONE)]
-        {
+        for case in [
+            (0, kind::NONE),
+            (0, kind::BORROWER),
+            (0, kind::DONOR),
+            (0, 8),
+            (0, 9),
+            (1, kind::DONOR),
+            (1, 9),
+            (2, kind::NONE),
+        ] {
             assert!(seen.contains(&case), "never saw mode/kind {case:?}: {seen:?}");
         }
     }
