@@ -466,12 +466,15 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
         // of the state here would be one LUT serving registers all over the die).
         if self.sequencer.at_begin.val() {
             self.probe_load.d.next = true;
-            self.left.d.next = self.settings.n.val();
             self.lane_phase.d.next = self.phase_load.val();
             self.final_mode.d.next = false;
         }
-        // A beat is taken only in LoadRun.
-        if self.accept.val() {
+        // The users still to come, on the sequencer's copies of Begin and LoadRun kept
+        // for this register (a beat is taken only in LoadRun: `accept`, from copies).
+        if self.sequencer.start_left.val() {
+            self.left.d.next = self.settings.n.val();
+        }
+        if self.sequencer.count_left.val() & self.in_valid.val() {
             self.left.d.next = self.left.q.val() - self.lane_count.val();
         }
         // PLAN, one step per cycle.

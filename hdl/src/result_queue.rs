@@ -22,7 +22,10 @@
 //! the count of waiting rows. `ready` takes
 //! the head (the read pointer, the entries' code), reaches the decision only through
 //! the rows held and no bank address at all (`valid`, `alloc` and `credit` are
-//! flip-flops through a five-way multiplexer). A result held while `ready` is low does
+//! flip-flops through a five-way multiplexer). The rows held move on a take of their
+//! own, decided from a copy of the entries' code kept beside them: the entries sit
+//! with the banks' outputs and the decision with the banks' read address, which the
+//! placer may put far apart. A result held while `ready` is low does
 //! not change. `restart` is registered on the way in and acts a cycle later (it drives
 //! every register here, and comes from the sequencer across the die).
 //!
@@ -107,6 +110,10 @@ pub struct ResultQueue<const A: usize> {
     fill_at: DFF<Bits<3>>,
     /// Rows in the entries, a thermometer code: bit 0 says the head is valid.
     filled: DFF<Bits<DEPTH>>,
+    /// The same code again, beside the rows held: the take that moves them is decided
+    /// from it, not from `filled` (placed with the entries, which may be far from the
+    /// decision: c918f96's critical path was that wire, 8.86 ns).
+    filled_h: DFF<Bits<DEPTH>>,
     read_at: DFF<Bits<3>>,
     /// Rows taken in this quantum: the head is the last row when they number `last_row`.
     taken_rows: DFF<Bits<A>>,
@@ -118,6 +125,7 @@ pub struct ResultQueue<const A: usize> {
     last_slot: Constant<Bits<3>>,
     fetch: Signal<Local, Bit>,
     take: Signal<Local, Bit>,
+    take_h: Signal<Local, Bit>,
 }
 
 impl<const A: usize> Default for ResultQueue<A> {
@@ -148,6 +156,7 @@ impl<const A: usize> Default for ResultQueue<A> {
             held: Default::default(),
             fill_at: Default::default(),
             filled: Default::default(),
+            filled_h: Default::default(),
             read_at: Default::default(),
             taken_rows: Default::default(),
             taken_last: Default::default(),
@@ -158,6 +167,7 @@ impl<const A: usize> Default for ResultQueue<A> {
             last_slot: Constant::new(Bits::<3>::from(DEPTH as u64 - 1)),
             fetch: Default::default(),
             take: Default::default(),
+            take_h: Default::default(),
         }
     }
 }
@@ -179,6 +189,7 @@ impl<const A: usize> Logic for ResultQueue<A> {
             held,
             fill_at,
             filled,
+            filled_h,
             read_at,
             taken_rows,
             taken_last,
@@ -197,6 +208,7 @@ impl<const A: usize> Logic for ResultQueue<A> {
         // Decide to read a written row while fewer than DEPTH rows are held: one LUT.
         self.fetch.next = self.waiting.q.val() & !self.held.q.val().get_bit(4);
         self.take.next = self.ready.val() & self.filled.q.val().get_bit(0);
+        self.take_h.next = self.ready.val() & self.filled_h.q.val().get_bit(0);
         // The rows waiting: a write counts a cycle late, a decision at once.
         if self.write_r.q.val() & !self.fetch.val() {
             self.avail.d.next = self.avail.q.val() + 1;
@@ -206,10 +218,10 @@ impl<const A: usize> Logic for ResultQueue<A> {
             self.avail.d.next = self.avail.q.val() - 1;
             self.waiting.d.next = self.avail.q.val() != 1;
         }
-        if self.fetch.val() & !self.take.val() {
+        if self.fetch.val() & !self.take_h.val() {
             self.held.d.next = (self.held.q.val() << 1).replace_bit(0, true);
         }
-        if !self.fetch.val() & self.take.val() {
+        if !self.fetch.val() & self.take_h.val() {
             self.held.d.next = self.held.q.val() >> 1;
         }
         // The row decided on is read in the next cycle: the banks read `next_row` at the
@@ -247,6 +259,12 @@ impl<const A: usize> Logic for ResultQueue<A> {
         if !self.arriving.q.val() & self.take.val() {
             self.filled.d.next = self.filled.q.val() >> 1;
         }
+        if self.arriving.q.val() & !self.take_h.val() {
+            self.filled_h.d.next = (self.filled_h.q.val() << 1).replace_bit(0, true);
+        }
+        if !self.arriving.q.val() & self.take_h.val() {
+            self.filled_h.d.next = self.filled_h.q.val() >> 1;
+        }
         if self.take.val() {
             self.taken_rows.d.next = self.taken_rows.q.val() + 1;
             self.read_at.d.next = self.read_at.q.val() + 1;
@@ -264,6 +282,7 @@ impl<const A: usize> Logic for ResultQueue<A> {
             self.held.d.next = 0.into();
             self.fill_at.d.next = 0.into();
             self.filled.d.next = 0.into();
+            self.filled_h.d.next = 0.into();
             self.read_at.d.next = 0.into();
             self.taken_rows.d.next = 0.into();
             for k in 0..DEPTH {

@@ -133,6 +133,14 @@ pub struct Sequencer<const A: usize> {
     /// hundred flip-flops placed among the lanes they feed; from `at_idle`'s register
     /// the enable crossed the die, 7.7 ns at 81ff025).
     pub take_settings: Signal<Out, Bit>,
+    /// Begin and LoadRun again, from registers of their own, for the engine's count of
+    /// the users still to come (`left`: set in Begin, counted down as LoadRun takes
+    /// beats): that register sits among the lanes it gates, and its enable, a LUT of
+    /// `at_begin`'s and `at_load_run`'s registers, was placed with them across the die
+    /// (7.7 ns of wire at c918f96).
+    pub start_left: Signal<Out, Bit>,
+    /// See `start_left`.
+    pub count_left: Signal<Out, Bit>,
     /// Registered decodes of the state (computed from the next state): the state is
     /// LoadRun (the demand stream's `in_ready`), a row enters the lanes in SEARCH or
     /// FINAL, FINAL's rows enter, the lanes' counters restart, the lanes' sums shift,
@@ -283,6 +291,8 @@ impl<const A: usize> Sequencer<A> {
             cycles: Default::default(),
             at_idle: Default::default(),
             take_settings: Default::default(),
+            start_left: Default::default(),
+            count_left: Default::default(),
             at_load_run: Default::default(),
             at_issue: Default::default(),
             at_final_issue: Default::default(),
@@ -590,6 +600,8 @@ impl<const A: usize> Logic for Sequencer<A> {
         self.cycles.next = self.status.cycles.val();
         self.at_idle.next = self.decodes.at_idle.val();
         self.take_settings.next = self.decodes.take_settings.val();
+        self.start_left.next = self.decodes.start_left.val();
+        self.count_left.next = self.decodes.count_left.val();
         self.at_load_run.next = self.decodes.at_load_run.val();
         self.at_issue.next = self.decodes.at_issue.val();
         self.at_final_issue.next = self.decodes.at_final_issue.val();
@@ -763,6 +775,10 @@ pub struct Decodes {
     pub at_idle: Signal<Out, Bit>,
     /// See [`Sequencer::take_settings`].
     pub take_settings: Signal<Out, Bit>,
+    /// See [`Sequencer::start_left`].
+    pub start_left: Signal<Out, Bit>,
+    /// See [`Sequencer::count_left`].
+    pub count_left: Signal<Out, Bit>,
     /// See [`Sequencer::at_load_run`].
     pub at_load_run: Signal<Out, Bit>,
     /// See [`Sequencer::at_issue`].
@@ -799,6 +815,9 @@ pub struct Decodes {
     active_r: DFF<Bit>,
     /// The same, for `take_settings`.
     settings_active_r: DFF<Bit>,
+    /// The same, for `start_left` and `count_left`.
+    start_left_r: DFF<Bit>,
+    count_left_r: DFF<Bit>,
     load_run_r: DFF<Bit>,
     issue_r: DFF<Bit>,
     final_issue_r: DFF<Bit>,
@@ -825,6 +844,8 @@ impl Logic for Decodes {
             clock,
             active_r,
             settings_active_r,
+            start_left_r,
+            count_left_r,
             load_run_r,
             issue_r,
             final_issue_r,
@@ -844,6 +865,8 @@ impl Logic for Decodes {
         );
         self.active_r.d.next = self.active.val();
         self.settings_active_r.d.next = self.active.val();
+        self.start_left_r.d.next = self.phase_begin.val();
+        self.count_left_r.d.next = self.load_run.val();
         self.load_run_r.d.next = self.load_run.val();
         self.issue_r.d.next = self.search_issue.val() | self.final_issue.val();
         self.final_issue_r.d.next = self.final_issue.val();
@@ -862,6 +885,8 @@ impl Logic for Decodes {
         self.final_start_r.d.next = self.final_start.val();
         self.at_idle.next = !self.active_r.q.val();
         self.take_settings.next = !self.settings_active_r.q.val();
+        self.start_left.next = self.start_left_r.q.val();
+        self.count_left.next = self.count_left_r.q.val();
         self.at_load_run.next = self.load_run_r.q.val();
         self.at_issue.next = self.issue_r.q.val();
         self.at_final_issue.next = self.final_issue_r.q.val();
@@ -1012,18 +1037,20 @@ mod tests {
         error: u64,
         cycles: u64,
         /// The registered decodes, in the order of `decodes`.
-        at: [bool; 18],
+        at: [bool; 20],
     }
 
     const LANES: usize = 2;
     const ROWS: u64 = 8;
 
     /// The decodes of a state, in the order `Model::at` and `outputs` list them.
-    fn decodes(p: Phase) -> [bool; 18] {
+    fn decodes(p: Phase) -> [bool; 20] {
         use Phase::*;
         [
             p == Idle,
             p == Idle,
+            p == Begin,
+            p == LoadRun,
             p == LoadRun,
             p == SearchIssue || p == FinalIssue,
             p == FinalIssue,
@@ -1043,10 +1070,12 @@ mod tests {
         ]
     }
 
-    fn outputs(s: &Sequencer<3>) -> [bool; 18] {
+    fn outputs(s: &Sequencer<3>) -> [bool; 20] {
         [
             s.at_idle.val(),
             s.take_settings.val(),
+            s.start_left.val(),
+            s.count_left.val(),
             s.at_load_run.val(),
             s.at_issue.val(),
             s.at_final_issue.val(),
