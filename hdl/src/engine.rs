@@ -470,7 +470,7 @@ impl<const P: usize, const A: usize> Logic for Engine<P, A> {
             self.final_mode.d.next = false;
         }
         // The users still to come, on the sequencer's copies of Begin and LoadRun kept
-        // for this register (a beat is taken only in LoadRun: `accept`, from copies).
+        // for this register (a beat is taken only in LoadRun: the condition of `accept`).
         if self.sequencer.start_left.val() {
             self.left.d.next = self.settings.n.val();
         }

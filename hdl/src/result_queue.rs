@@ -112,7 +112,7 @@ pub struct ResultQueue<const A: usize> {
     filled: DFF<Bits<DEPTH>>,
     /// The same code again, beside the rows held: the take that moves them is decided
     /// from it, not from `filled` (placed with the entries, which may be far from the
-    /// decision: c918f96's critical path was that wire, 8.86 ns).
+    /// decision: c918f96's critical path crossed that wire, 4.82 of its 8.86 ns).
     filled_h: DFF<Bits<DEPTH>>,
     read_at: DFF<Bits<3>>,
     /// Rows taken in this quantum: the head is the last row when they number `last_row`.

@@ -136,7 +136,7 @@ pub struct Sequencer<const A: usize> {
     /// Begin and LoadRun again, from registers of their own, for the engine's count of
     /// the users still to come (`left`: set in Begin, counted down as LoadRun takes
     /// beats): that register sits among the lanes it gates, and its enable, a LUT of
-    /// `at_begin`'s and `at_load_run`'s registers, was placed with them across the die
+    /// `at_begin`'s and `at_load_run`'s registers and `in_valid`, was placed with them across the die
     /// (7.7 ns of wire at c918f96).
     pub start_left: Signal<Out, Bit>,
     /// See `start_left`.
