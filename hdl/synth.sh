@@ -176,9 +176,11 @@ ecp5_shape() {
     copies="$copies *\$lanes\$*\$$reg/t:\$dff"
   done
   # Each lane's result queue (hdl/src/result_queue.rs) keeps its own read counters, for
-  # the same reason; not its count of rows taken (`taken_*`, taken out by name with
-  # `%d`), which only lane 0's drives anything (the sequencer's `last_taken`): the other
-  # lanes' are left to be removed.
+  # the same reason, and its second copy of the entries' code (`filled_h`, beside the
+  # rows held), which has the same input as `filled` and would be merged with it; not
+  # its count of rows taken (`taken_*`, taken out by name with `%d`), which only lane
+  # 0's drives anything (the sequencer's `last_taken`): the other lanes' are left to be
+  # removed.
   copies="$copies *\$lanes\$*\$queue\$*/t:\$dff *\$lanes\$*\$queue\$taken_*/t:\$dff %d"
   # The settings' last row drives the lanes' copies; the sequencer has a register of its
   # own (`seq_last_row_r`), which would be merged with it and read across the die.
