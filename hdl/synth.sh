@@ -150,6 +150,35 @@ run_name() {
   if [ "$3" = 1 ]; then echo "$1-s$2"; else echo "$1-s$2-seed$3"; fi
 }
 
+# ecp5_floorplan LANES: the Yosys commands (each after a "; ") that fix every lane's six
+# 32-bit banks (DP16KD) side by side in the die's middle row of block RAMs (Y46, 52 sites
+# between columns 4 and 120), lane 0 at the left, a site left free after every second
+# lane, the lanes centred in the row (`BEL`, which nextpnr places before everything else).
+# The placer then keeps each lane's logic around its banks, in a column of its own, next
+# to the lanes it adds into (the sums cross the lanes in order): without it the placer
+# spread lanes differently on every seed (docs/engine.md, "Clock on an ECP5-85F"). Up to
+# 8 lanes (48 banks in the row); more lanes, and the kind banks of a DP16KD of their own
+# (N / P = 512), are left to the placer.
+ecp5_floorplan() {
+  local lanes=$1
+  [ "$lanes" -le 8 ] || return 0
+  # The row's sites, left to right (nextpnr's names: X<column>/Y46/EBR<k>, k = 0 to 3 in
+  # each group of four; the column after 64 is skipped).
+  local -a columns=(4 6 8 10 13 15 17 19 22 24 26 28 31 33 35 37 40 42 44 46 49 51 53 55 58 60 62 64
+    69 71 73 75 78 80 82 84 87 89 91 93 96 98 100 102 105 107 109 111 114 116 118 120)
+  local -a banks=(start run base credit result_alloc result_credit)
+  local used=$((lanes * 6 + (lanes - 1) / 2))
+  local first=$(((${#columns[@]} - used) / 2))
+  local lane b site
+  for ((lane = 0; lane < lanes; lane++)); do
+    for ((b = 0; b < ${#banks[@]}; b++)); do
+      site=$((first + lane * 6 + lane / 2 + b))
+      printf '; setattr -set BEL "X%s/Y46/EBR%s" top/*lanes$%s.banks.%s_ram.ebr' \
+        "${columns[$site]}" $((site % 4)) "$lane" "${banks[$b]}"
+    done
+  done
+}
+
 # ecp5_shape TOP USERS LANES SPEED: synthesizes (cached) and places and routes one shape;
 # keeps the logs in $ecp5_dir/logs and what ran in $ecp5_dir/runs.
 ecp5_shape() {
@@ -228,7 +257,7 @@ ecp5_shape() {
   local script="read_verilog -DFAIRSHARE_ECP5 $src; hierarchy -top top; proc; setattr -set no_rw_check 1 m:*"
   script="$script; setattr -set keep 1$copies"
   script="$script; setattr -mod -set keep_hierarchy 1 $blocks"
-  script="$script; synth_ecp5 -abc9 -top top"
+  script="$script; synth_ecp5 -abc9 -top top$(ecp5_floorplan "$lanes")"
   local hash
   hash=$({ cat "$src"; echo "$script"; } | sha256sum | cut -c1-16)
   local json=$ecp5_dir/$name-$hash.json slog=$ecp5_dir/logs/$name-$hash.synth.log
@@ -237,8 +266,16 @@ ecp5_shape() {
     echo "$name: synth_ecp5 -abc9 ..." >&2
     # Yosys writes its own log and the statistics (its stdout loses the end of the log
     # under YoWASP).
-    "$yosys_ecp5" -q -l "$slog" -p "$script -json $json.tmp; tee -q -o $stat stat" > /dev/null 2>&1
+    "$yosys_ecp5" -q -l "$slog" -p "$script; write_json $json.tmp; tee -q -o $stat stat" > /dev/null 2>&1
     mv "$json.tmp" "$json"
+  fi
+  # Every bank the floorplan names must have been found (Yosys only warns).
+  local fixed expected=0
+  fixed=$(grep -c '"BEL":' "$json" || true)
+  [ "$lanes" -gt 8 ] || expected=$((lanes * 6))
+  if [ "$fixed" != "$expected" ]; then
+    echo "$name: the floorplan fixed $fixed banks, not $expected ($json)" >&2
+    exit 1
   fi
   if [ "${ECP5_SYNTH_ONLY:-0}" = 1 ]; then
     return 0
@@ -377,7 +414,9 @@ ecp5_part() {
     echo "logic (\`no_rw_check\`), the 32-bit banks (from design eae1511) and the multipliers (from"
     echo "the design after it) instantiated as ECP5 primitives with their own registers on"
     echo "(\`FAIRSHARE_ECP5\`: DP16KD with \`REGMODE = OUTREG\`, MULT18X18D with input and output"
-    echo "registers)."
+    echo "registers). Shapes of up to 8 lanes have each lane's six 32-bit banks fixed side by"
+    echo "side in the die's middle row of block RAMs, lane 0 at the left (\`ecp5_floorplan\`"
+    echo "in hdl/synth.sh; synthesis hashes from then on differ from the earlier ones)."
     echo "Place and route: \`nextpnr-ecp5 --85k"
     echo "--package CABGA381 --out-of-context --speed S --freq $TARGET_MHZ --seed SEED --router R\` on an LFE5U-85F"
     echo "(83,640 logic cells, 208 DP16KD). Out of context: no I/O buffers, so the engine's wide"
