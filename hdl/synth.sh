@@ -151,30 +151,41 @@ run_name() {
 }
 
 # ecp5_floorplan LANES: the Yosys commands (each after a "; ") that fix every lane's six
-# 32-bit banks (DP16KD) side by side in the die's middle row of block RAMs (Y46, 52 sites
-# between columns 4 and 120), lane 0 at the left, a site left free after every second
-# lane, the lanes centred in the row (`BEL`, which nextpnr places before everything else).
-# The placer then keeps each lane's logic around its banks, in a column of its own, next
-# to the lanes it adds into (the sums cross the lanes in order): without it the placer
-# spread lanes differently on every seed (docs/engine.md, "Clock on an ECP5-85F"). Up to
-# 8 lanes (48 banks in the row); more lanes, and the kind banks of a DP16KD of their own
-# (N / P = 512), are left to the placer.
+# 32-bit banks (DP16KD) side by side in a row of block RAMs (`BEL`, which nextpnr places
+# before everything else; each row has 52 sites between columns 4 and 120), a site left
+# free after every second lane. Up to 8 lanes: the die's middle row (Y46), lane 0 at the
+# left, the lanes centred in the row. 9 to 16 lanes: lanes 0 to 7 left to right in the
+# row a quarter down the die (Y22), the others right to left in the row a quarter up
+# (Y70), so that lane 8 sits below lane 7. The placer then keeps each lane's logic
+# around its banks, in a region of its own, next to the lane it shifts its sums into
+# (towards lane 0): without it the placer spread lanes differently on every seed
+# (docs/engine.md, "Clock on an ECP5-85F"). More lanes, and the kind banks of a DP16KD
+# of their own (N / P = 512), are left to the placer.
 ecp5_floorplan() {
   local lanes=$1
-  [ "$lanes" -le 8 ] || return 0
-  # The row's sites, left to right (nextpnr's names: X<column>/Y46/EBR<k>, k = 0 to 3 in
-  # each group of four; the column after 64 is skipped).
+  [ "$lanes" -le 16 ] || return 0
+  # A row's sites, left to right (nextpnr's names: X<column>/Y<row>/EBR<k>, k = 0 to 3
+  # in each group of four; the column after 64 is skipped); the same in every row.
   local -a columns=(4 6 8 10 13 15 17 19 22 24 26 28 31 33 35 37 40 42 44 46 49 51 53 55 58 60 62 64
     69 71 73 75 78 80 82 84 87 89 91 93 96 98 100 102 105 107 109 111 114 116 118 120)
   local -a banks=(start run base credit result_alloc result_credit)
-  local used=$((lanes * 6 + (lanes - 1) / 2))
+  local row=46 per_row=$lanes
+  if [ "$lanes" -gt 8 ]; then
+    row=22 per_row=8
+  fi
+  local used=$((per_row * 6 + (per_row - 1) / 2))
   local first=$(((${#columns[@]} - used) / 2))
-  local lane b site
+  local lane b at site
   for ((lane = 0; lane < lanes; lane++)); do
+    # The lane's place in its row, from the left.
+    at=$lane
+    if [ "$lane" -ge 8 ]; then
+      row=70 at=$((15 - lane))
+    fi
     for ((b = 0; b < ${#banks[@]}; b++)); do
-      site=$((first + lane * 6 + lane / 2 + b))
-      printf '; setattr -set BEL "X%s/Y46/EBR%s" top/*lanes$%s.banks.%s_ram.ebr' \
-        "${columns[$site]}" $((site % 4)) "$lane" "${banks[$b]}"
+      site=$((first + at * 6 + at / 2 + b))
+      printf '; setattr -set BEL "X%s/Y%s/EBR%s" top/*lanes$%s.banks.%s_ram.ebr' \
+        "${columns[$site]}" "$row" $((site % 4)) "$lane" "${banks[$b]}"
     done
   done
 }
@@ -272,7 +283,7 @@ ecp5_shape() {
   # Every bank the floorplan names must have been found (Yosys only warns).
   local fixed expected=0
   fixed=$(grep -c '"BEL":' "$json" || true)
-  [ "$lanes" -gt 8 ] || expected=$((lanes * 6))
+  [ "$lanes" -gt 16 ] || expected=$((lanes * 6))
   if [ "$fixed" != "$expected" ]; then
     echo "$name: the floorplan fixed $fixed banks, not $expected ($json)" >&2
     exit 1
@@ -414,8 +425,8 @@ ecp5_part() {
     echo "logic (\`no_rw_check\`), the 32-bit banks (from design eae1511) and the multipliers (from"
     echo "the design after it) instantiated as ECP5 primitives with their own registers on"
     echo "(\`FAIRSHARE_ECP5\`: DP16KD with \`REGMODE = OUTREG\`, MULT18X18D with input and output"
-    echo "registers). Shapes of up to 8 lanes have each lane's six 32-bit banks fixed side by"
-    echo "side in the die's middle row of block RAMs, lane 0 at the left (\`ecp5_floorplan\`"
+    echo "registers). Shapes of up to 16 lanes have each lane's six 32-bit banks fixed side by"
+    echo "side in a row of block RAMs, lane 0 at the left (\`ecp5_floorplan\`"
     echo "in hdl/synth.sh; synthesis hashes from then on differ from the earlier ones)."
     echo "Place and route: \`nextpnr-ecp5 --85k"
     echo "--package CABGA381 --out-of-context --speed S --freq $TARGET_MHZ --seed SEED --router R\` on an LFE5U-85F"
