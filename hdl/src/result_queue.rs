@@ -392,10 +392,7 @@ mod tests {
             t.up.next = up;
             t.down.next = down;
             assert!(simulate(&mut t, 1_000));
-            t.clock.next = true.into();
-            assert!(simulate(&mut t, 1_000));
-            t.clock.next = false.into();
-            assert!(simulate(&mut t, 1_000));
+            clock_cycle(&mut t, |t| &mut t.clock);
             count = if clear { 0 } else { count + usize::from(up) - usize::from(down) };
             seen[count] = true;
             assert_eq!(t.code.val().to_u64(), (1u64 << count) - 1, "cycle {cycle}: count {count}");
@@ -403,11 +400,16 @@ mod tests {
         assert!(seen.iter().all(|&s| s), "every count from 0 to DEPTH reached: {seen:?}");
     }
 
+    /// One clock cycle of a block whose clock `clock` picks: a rising edge, then falling.
+    fn clock_cycle<L: Block>(b: &mut L, clock: impl Fn(&mut L) -> &mut Signal<In, Clock>) {
+        clock(b).next = true.into();
+        assert!(simulate(b, 1_000));
+        clock(b).next = false.into();
+        assert!(simulate(b, 1_000));
+    }
+
     fn tick(q: &mut ResultQueue<A>) {
-        q.clock.next = true.into();
-        assert!(simulate(q, 1_000));
-        q.clock.next = false.into();
-        assert!(simulate(q, 1_000));
+        clock_cycle(q, |q| &mut q.clock);
     }
 
     /// The queue against a bank written a row at a time as FINAL writes it (with random
